@@ -1,0 +1,61 @@
+/* main.c: the scanforge command-line tool: dispatches to one subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "scanforge/scanforge.h"
+
+static const sf_command commands[] = {
+    {"variants", "print the default variant grid, one spec a line", cmd_variants},
+    {"gen", "generate the CUDA source of a variant", cmd_gen},
+    {"compile", "compile a variant to a cubin with NVRTC", cmd_compile},
+};
+enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: scanforge COMMAND [ARGS...]\n\n"
+          "scanforge generates, compiles, caches and runs the Mamba selective-scan kernel.\n\n"
+          "commands:\n");
+  for (int i = 0; i < COMMAND_COUNT; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out,
+          "\n'scanforge COMMAND --help' describes one command.\n"
+          "A variant is a spec string such as\n"
+          "  op=fwd,dstate=16,dtype=bf16,threads=32,items=8,z=1,D=1,delta_bias=1,softplus=1,B=var,C=var\n"
+          "environment: SCANFORGE_TEMPLATE_DIR (read templates from a directory),\n"
+          "             SCANFORGE_CACHE_DIR (kernel cache location)\n");
+}
+
+int cli_fail(const char *command, const char *what) {
+  const char *detail = sf_last_error();
+  if (detail[0])
+    fprintf(stderr, "scanforge %s: %s: %s\n", command, what, detail);
+  else
+    fprintf(stderr, "scanforge %s: %s\n", command, what);
+  return 1;
+}
+
+int cli_wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) return 0;
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  for (int i = 0; i < COMMAND_COUNT; i++)
+    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "scanforge: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,10 @@
+# One setup for every scanforge target: warnings, hidden symbols, sanitizers.
+function(scanforge_setup_target target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wno-unused-parameter)
+  target_compile_definitions(${target} PRIVATE _GNU_SOURCE)
+  set_target_properties(${target} PROPERTIES C_VISIBILITY_PRESET hidden)
+  if(SCANFORGE_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()

@@ -1,0 +1,116 @@
+/* template_set.c: reads templates from the built-in set or SCANFORGE_TEMPLATE_DIR. */
+#include "generator/template_set.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "runtime/error.h"
+
+const char *sf_template_dir(void) {
+  const char *dir = getenv("SCANFORGE_TEMPLATE_DIR");
+  return dir && dir[0] ? dir : NULL;
+}
+
+static bool is_plain_name(const char *name) {
+  return name[0] != '\0' && name[0] != '.' && !strchr(name, '/') && !strchr(name, '\\');
+}
+
+static sf_status read_file(const char *path, char **text, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return sf_fail(SF_ETEMPLATE, "template %s: cannot open: %s", path, strerror(errno));
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + len, 1, cap - len - 1, f);
+    len += got;
+    if (len + 1 < cap) break;
+    char *grown = realloc(buf, cap * 2);
+    if (!grown) { free(buf); buf = NULL; break; }
+    buf = grown;
+    cap *= 2;
+  }
+  bool failed = ferror(f);
+  fclose(f);
+  if (!buf) return sf_fail(SF_ENOMEM, "template %s: out of memory reading it", path);
+  if (failed) { free(buf); return sf_fail(SF_ETEMPLATE, "template %s: read error", path); }
+  buf[len] = '\0';
+  *text = buf;
+  *size = len;
+  return SF_OK;
+}
+
+sf_status sf_template_read(const char *name, char **text, size_t *size) {
+  if (!is_plain_name(name))
+    return sf_fail(SF_ETEMPLATE, "template name '%s' is not a plain file name", name);
+  const char *dir = sf_template_dir();
+  if (dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return read_file(path, text, size);
+  }
+  for (const sf_template_file *t = sf_builtin_templates; t->name; t++) {
+    if (strcmp(t->name, name) != 0) continue;
+    char *copy = malloc(t->size + 1);
+    if (!copy) return sf_fail(SF_ENOMEM, "template %s: out of memory", name);
+    memcpy(copy, t->text, t->size);
+    copy[t->size] = '\0';
+    *text = copy;
+    *size = t->size;
+    return SF_OK;
+  }
+  return sf_fail(SF_ETEMPLATE, "template '%s' is not in the built-in template set", name);
+}
+
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+sf_status sf_template_set_hash(uint64_t *hash) {
+  XXH3_state_t *state = XXH3_createState();
+  if (!state) return sf_fail(SF_ENOMEM, "template set hash: out of memory");
+  XXH3_64bits_reset(state);
+  const char *dir = sf_template_dir();
+  sf_status st = SF_OK;
+  if (!dir) {
+    for (const sf_template_file *t = sf_builtin_templates; t->name; t++) {
+      XXH3_64bits_update(state, t->name, strlen(t->name) + 1);
+      XXH3_64bits_update(state, t->text, t->size);
+    }
+  } else {
+    /* Sorted, so the hash does not depend on directory order. */
+    DIR *d = opendir(dir);
+    if (!d) {
+      XXH3_freeState(state);
+      return sf_fail(SF_ETEMPLATE, "SCANFORGE_TEMPLATE_DIR=%s: cannot open: %s", dir, strerror(errno));
+    }
+    char **names = NULL;
+    size_t count = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+      if (!is_plain_name(e->d_name)) continue;
+      char **grown = realloc(names, (count + 1) * sizeof *names);
+      if (!grown) { st = sf_fail(SF_ENOMEM, "template set hash: out of memory"); break; }
+      names = grown;
+      names[count++] = strdup(e->d_name);
+    }
+    closedir(d);
+    if (st == SF_OK) qsort(names, count, sizeof *names, compare_names);
+    for (size_t i = 0; i < count && st == SF_OK; i++) {
+      char *text;
+      size_t size;
+      st = sf_template_read(names[i], &text, &size);
+      if (st != SF_OK) break;
+      XXH3_64bits_update(state, names[i], strlen(names[i]) + 1);
+      XXH3_64bits_update(state, text, size);
+      free(text);
+    }
+    for (size_t i = 0; i < count; i++) free(names[i]);
+    free(names);
+  }
+  if (st == SF_OK) *hash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return st;
+}

@@ -1,0 +1,36 @@
+/* kernel_params.h: the argument block of the generated scan kernels, passed by value.
+ * Shared verbatim by the C runtime and the generated CUDA (the template set embeds this
+ * file and templates include it), so the two layouts cannot drift apart. Plain C only:
+ * pointers, long long, int, float. */
+#ifndef SCANFORGE_KERNEL_PARAMS_H
+#define SCANFORGE_KERNEL_PARAMS_H
+
+typedef struct sf_fwd_params {
+  /* (batch, dim, L) in T, L contiguous; strides in elements */
+  const void *u;
+  const void *delta;
+  const void *z; /* gate, read only when the variant has z=1 */
+  void *out;
+  long long u_batch_stride, u_dim_stride;
+  long long delta_batch_stride, delta_dim_stride;
+  long long z_batch_stride, z_dim_stride;
+  long long out_batch_stride, out_dim_stride;
+  /* variable: (batch, G, N, L) in T, L contiguous; fixed: (dim, N) fp32, contiguous */
+  const void *B;
+  const void *C;
+  long long B_batch_stride, B_group_stride, B_state_stride;
+  long long C_batch_stride, C_group_stride, C_state_stride;
+  const float *A;          /* (dim, N) contiguous */
+  const float *D;          /* (dim,), read when D=1 */
+  const float *delta_bias; /* (dim,), read when delta_bias=1 */
+  const float *h0;         /* (batch, dim, N) or NULL: initial state */
+  float *last_state;       /* (batch, dim, N) or NULL */
+  float *chunk_states;     /* (batch, dim, nchunks, N) or NULL: state at each chunk's end */
+  int batch;
+  int dim;
+  int seqlen;
+  int groups;  /* channel d reads group d / (dim / groups) */
+  int nchunks; /* ceil(seqlen / (threads * items)) */
+} sf_fwd_params;
+
+#endif
