@@ -1,5 +1,6 @@
-# Writes OUTPUT, a C file holding every file of INPUTS as a byte array, so that the
-# library carries its templates. Run with cmake -P at build time.
+# Writes OUTPUT, a C file holding every file of INPUTS (paths joined by '|') as a byte
+# array, so that the library carries its templates. Run with cmake -P at build time.
+string(REPLACE "|" ";" INPUTS "${INPUTS}")
 set(body "")
 set(table "")
 set(count 0)

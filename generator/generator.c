@@ -1,7 +1,211 @@
-/* generator.c: (in progress) */
+/* generator.c: runs a variant's template in the sandbox and collects the CUDA text. */
 #include "generator/generator.h"
+
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/sandbox.h"
+#include "generator/template_compiler.h"
+#include "generator/template_set.h"
+#include "generator/text_buffer.h"
 #include "runtime/error.h"
+
+enum { MAX_OUTPUT_BYTES = 16 << 20 };
+
+/* One generation: what the functions handed to templates share. */
+typedef struct generation {
+  sf_sandbox *sandbox;
+  sf_text_buffer output;
+  bool rejected; /* the template called reject(): an invalid variant, not a broken template */
+} generation;
+
 const char *sf_kernel_name(sf_op op) { return op == SF_OP_FWD ? "sf_scan_fwd" : "sf_scan_bwd"; }
+
+static generation *generation_of(lua_State *L) {
+  return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* _emit(...): appends each string argument to the output. */
+static int lua_emit(lua_State *L) {
+  generation *g = generation_of(L);
+  int n = lua_gettop(L);
+  for (int i = 1; i <= n; i++) {
+    size_t length;
+    const char *s = luaL_checklstring(L, i, &length);
+    if (g->output.length + length > MAX_OUTPUT_BYTES)
+      return luaL_error(L, "generated source exceeds %d bytes", MAX_OUTPUT_BYTES);
+    sf_text_append(&g->output, s, length);
+  }
+  return 0;
+}
+
+/* _text(v): the text of an interpolated $(expr); nil and tables are template bugs. */
+static int lua_text(lua_State *L) {
+  int type = lua_type(L, 1);
+  if (type != LUA_TSTRING && type != LUA_TNUMBER && type != LUA_TBOOLEAN)
+    return luaL_error(L, "$(...) produced a %s; expected a string, number or boolean",
+                      luaL_typename(L, 1));
+  luaL_tolstring(L, 1, NULL);
+  return 1;
+}
+
+/* reject(key, message): the variant is valid for the C checks but not for this template. */
+static int lua_reject(lua_State *L) {
+  generation *g = generation_of(L);
+  const char *key = luaL_checkstring(L, 1);
+  const char *message = luaL_checkstring(L, 2);
+  g->rejected = true;
+  return luaL_error(L, "variant key '%s': %s", key, message);
+}
+
+/* Reads and translates template `name`, leaving the loaded chunk on the stack; raises a
+ * Lua error (after freeing everything) on failure. */
+static void load_template(lua_State *L, generation *g, const char *name, bool is_lua_module) {
+  char *text = NULL, *code = NULL;
+  size_t size, code_length;
+  sf_status st = sf_template_read(name, &text, &size);
+  if (st == SF_OK && !is_lua_module) {
+    st = sf_template_compile(text, size, name, &code, &code_length);
+    free(text);
+    text = NULL;
+  }
+  if (st == SF_OK) {
+    const char *chunk = is_lua_module ? text : code;
+    size_t length = is_lua_module ? size : code_length;
+    st = sf_sandbox_load(g->sandbox, chunk, length, name);
+  }
+  free(text);
+  free(code);
+  if (st != SF_OK) luaL_error(L, "%s", sf_last_error());
+}
+
+/* include(name): runs another template here, emitting into the same output. */
+static int lua_include(lua_State *L) {
+  generation *g = generation_of(L);
+  const char *name = luaL_checkstring(L, 1);
+  load_template(L, g, name, false);
+  lua_call(L, 0, 0);
+  return 0;
+}
+
+/* import(name): runs the Lua module name..".lua" once and returns its value. */
+static int lua_import(lua_State *L) {
+  generation *g = generation_of(L);
+  const char *name = luaL_checkstring(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, "scanforge.imported");
+  if (lua_getfield(L, -1, name) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  char file[256];
+  snprintf(file, sizeof file, "%s.lua", name);
+  load_template(L, g, file, true);
+  lua_call(L, 0, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  return 1;
+}
+
+static void set_function(generation *g, const char *name, lua_CFunction fn) {
+  lua_State *L = sf_sandbox_state(g->sandbox);
+  lua_pushlightuserdata(L, g);
+  lua_pushcclosure(L, fn, 1);
+  sf_sandbox_set_global(g->sandbox, name);
+}
+
+static void set_field_string(lua_State *L, const char *key, const char *value) {
+  lua_pushstring(L, value);
+  lua_setfield(L, -2, key);
+}
+
+static void set_field_int(lua_State *L, const char *key, int value) {
+  lua_pushinteger(L, value);
+  lua_setfield(L, -2, key);
+}
+
+static void set_field_bool(lua_State *L, const char *key, bool value) {
+  lua_pushboolean(L, value);
+  lua_setfield(L, -2, key);
+}
+
+/* The `variant` table templates read. */
+static void push_variant(lua_State *L, const sf_variant *v, const char *spec) {
+  lua_newtable(L);
+  set_field_string(L, "spec", spec);
+  set_field_string(L, "op", v->op == SF_OP_FWD ? "fwd" : "bwd");
+  set_field_string(L, "dtype", sf_dtype_name(v->dtype));
+  set_field_string(L, "kernel_name", sf_kernel_name(v->op));
+  set_field_int(L, "dstate", v->dstate);
+  set_field_int(L, "threads", v->threads);
+  set_field_int(L, "items", v->items);
+  set_field_int(L, "channels", v->channels);
+  set_field_bool(L, "z", v->has_z);
+  set_field_bool(L, "D", v->has_D);
+  set_field_bool(L, "delta_bias", v->has_delta_bias);
+  set_field_bool(L, "softplus", v->softplus);
+  set_field_bool(L, "B_var", v->B_var);
+  set_field_bool(L, "C_var", v->C_var);
+  set_field_bool(L, "deterministic", v->deterministic);
+}
+
+static sf_status run_template(generation *g, const sf_variant *v, const char *spec) {
+  lua_State *L = sf_sandbox_state(g->sandbox);
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, "scanforge.imported");
+  set_function(g, "_emit", lua_emit);
+  set_function(g, "_text", lua_text);
+  set_function(g, "reject", lua_reject);
+  set_function(g, "include", lua_include);
+  set_function(g, "import", lua_import);
+  push_variant(L, v, spec);
+  sf_sandbox_set_global(g->sandbox, "variant");
+
+  const char *name = v->op == SF_OP_FWD ? "scan_fwd.tpl" : "scan_bwd.tpl";
+  char *text, *code;
+  size_t size, code_length;
+  sf_status st = sf_template_read(name, &text, &size);
+  if (st != SF_OK) return st;
+  st = sf_template_compile(text, size, name, &code, &code_length);
+  free(text);
+  if (st != SF_OK) return st;
+  st = sf_sandbox_load(g->sandbox, code, code_length, name);
+  free(code);
+  if (st != SF_OK) return st;
+  st = sf_sandbox_call(g->sandbox, 0);
+  if (st != SF_OK && g->rejected) {
+    /* Keep the first line only ("variant key 'x': ..."), without the template's location. */
+    const char *message = strstr(sf_last_error(), "variant key");
+    char first_line[1024];
+    snprintf(first_line, sizeof first_line, "%s", message ? message : sf_last_error());
+    first_line[strcspn(first_line, "\n")] = '\0';
+    return sf_fail(SF_EINVAL, "%s (spec %s)", first_line, spec);
+  }
+  if (st != SF_OK) return sf_fail_context(st, "template %s for %s", name, spec);
+  return SF_OK;
+}
+
 sf_status sf_generate(const sf_variant *variant, char **source, size_t *length) {
-  return sf_fail(SF_EUNSUPPORTED, "generator not written yet");
+  if (!variant || !source || !length)
+    return sf_fail(SF_EINVAL, "sf_generate: variant, source and length must not be NULL");
+  sf_status st = sf_variant_validate(variant);
+  if (st != SF_OK) return st;
+  char spec[512];
+  sf_variant_format(variant, spec, sizeof spec);
+
+  generation g = {0};
+  st = sf_sandbox_open(NULL, &g.sandbox);
+  if (st != SF_OK) return st;
+  sf_text_append_str(&g.output, "// Generated by scanforge from its templates: do not edit.\n// variant: ");
+  sf_text_append_str(&g.output, spec);
+  sf_text_append_str(&g.output, "\n");
+  st = run_template(&g, variant, spec);
+  sf_sandbox_close(g.sandbox);
+  if (st == SF_OK && g.output.failed) st = sf_fail(SF_ENOMEM, "sf_generate: out of memory");
+  if (st != SF_OK) {
+    sf_text_free(&g.output);
+    return st;
+  }
+  *source = g.output.data;
+  *length = g.output.length;
+  return SF_OK;
 }

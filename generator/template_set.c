@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "runtime/error.h"
@@ -17,6 +18,12 @@ const char *sf_template_dir(void) {
 
 static bool is_plain_name(const char *name) {
   return name[0] != '\0' && name[0] != '.' && !strchr(name, '/') && !strchr(name, '\\');
+}
+
+static bool is_builtin(const char *name) {
+  for (const sf_template_file *t = sf_builtin_templates; t->name; t++)
+    if (strcmp(t->name, name) == 0) return true;
+  return false;
 }
 
 static sf_status read_file(const char *path, char **text, size_t *size) {
@@ -43,15 +50,7 @@ static sf_status read_file(const char *path, char **text, size_t *size) {
   return SF_OK;
 }
 
-sf_status sf_template_read(const char *name, char **text, size_t *size) {
-  if (!is_plain_name(name))
-    return sf_fail(SF_ETEMPLATE, "template name '%s' is not a plain file name", name);
-  const char *dir = sf_template_dir();
-  if (dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return read_file(path, text, size);
-  }
+static sf_status read_builtin(const char *name, char **text, size_t *size) {
   for (const sf_template_file *t = sf_builtin_templates; t->name; t++) {
     if (strcmp(t->name, name) != 0) continue;
     char *copy = malloc(t->size + 1);
@@ -65,51 +64,81 @@ sf_status sf_template_read(const char *name, char **text, size_t *size) {
   return sf_fail(SF_ETEMPLATE, "template '%s' is not in the built-in template set", name);
 }
 
+/* A directory overrides built-in files of the same name; files it lacks come from the
+ * built-in set, so an experiment needs to copy only the files it changes. */
+sf_status sf_template_read(const char *name, char **text, size_t *size) {
+  if (!is_plain_name(name))
+    return sf_fail(SF_ETEMPLATE, "template name '%s' is not a plain file name", name);
+  const char *dir = sf_template_dir();
+  if (dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (access(path, F_OK) == 0 || !is_builtin(name)) return read_file(path, text, size);
+  }
+  return read_builtin(name, text, size);
+}
+
 static int compare_names(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void hash_file(XXH3_state_t *state, const char *name, const char *text, size_t size) {
+  XXH3_64bits_update(state, name, strlen(name) + 1);
+  XXH3_64bits_update(state, text, size);
+}
+
+/* Names of the directory's files that are not built-in, sorted. */
+static sf_status list_extra_files(const char *dir, char ***names, size_t *count) {
+  DIR *d = opendir(dir);
+  if (!d) return sf_fail(SF_ETEMPLATE, "SCANFORGE_TEMPLATE_DIR=%s: cannot open: %s", dir, strerror(errno));
+  *names = NULL;
+  *count = 0;
+  sf_status st = SF_OK;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!is_plain_name(e->d_name) || is_builtin(e->d_name)) continue;
+    char **grown = realloc(*names, (*count + 1) * sizeof **names);
+    char *copy = strdup(e->d_name);
+    if (!grown || !copy) {
+      free(copy);
+      if (grown) *names = grown;
+      st = sf_fail(SF_ENOMEM, "template set hash: out of memory");
+      break;
+    }
+    *names = grown;
+    (*names)[(*count)++] = copy;
+  }
+  closedir(d);
+  if (st == SF_OK) qsort(*names, *count, sizeof **names, compare_names);
+  return st;
 }
 
 sf_status sf_template_set_hash(uint64_t *hash) {
   XXH3_state_t *state = XXH3_createState();
   if (!state) return sf_fail(SF_ENOMEM, "template set hash: out of memory");
   XXH3_64bits_reset(state);
-  const char *dir = sf_template_dir();
   sf_status st = SF_OK;
-  if (!dir) {
-    for (const sf_template_file *t = sf_builtin_templates; t->name; t++) {
-      XXH3_64bits_update(state, t->name, strlen(t->name) + 1);
-      XXH3_64bits_update(state, t->text, t->size);
-    }
-  } else {
-    /* Sorted, so the hash does not depend on directory order. */
-    DIR *d = opendir(dir);
-    if (!d) {
-      XXH3_freeState(state);
-      return sf_fail(SF_ETEMPLATE, "SCANFORGE_TEMPLATE_DIR=%s: cannot open: %s", dir, strerror(errno));
-    }
-    char **names = NULL;
-    size_t count = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-      if (!is_plain_name(e->d_name)) continue;
-      char **grown = realloc(names, (count + 1) * sizeof *names);
-      if (!grown) { st = sf_fail(SF_ENOMEM, "template set hash: out of memory"); break; }
-      names = grown;
-      names[count++] = strdup(e->d_name);
-    }
-    closedir(d);
-    if (st == SF_OK) qsort(names, count, sizeof *names, compare_names);
-    for (size_t i = 0; i < count && st == SF_OK; i++) {
-      char *text;
-      size_t size;
-      st = sf_template_read(names[i], &text, &size);
-      if (st != SF_OK) break;
-      XXH3_64bits_update(state, names[i], strlen(names[i]) + 1);
-      XXH3_64bits_update(state, text, size);
-      free(text);
-    }
-    for (size_t i = 0; i < count; i++) free(names[i]);
-    free(names);
+  for (const sf_template_file *t = sf_builtin_templates; t->name && st == SF_OK; t++) {
+    char *text;
+    size_t size;
+    st = sf_template_read(t->name, &text, &size);
+    if (st != SF_OK) break;
+    hash_file(state, t->name, text, size);
+    free(text);
   }
+  const char *dir = sf_template_dir();
+  char **names = NULL;
+  size_t count = 0;
+  if (st == SF_OK && dir) st = list_extra_files(dir, &names, &count);
+  for (size_t i = 0; i < count && st == SF_OK; i++) {
+    char *text;
+    size_t size;
+    st = sf_template_read(names[i], &text, &size);
+    if (st != SF_OK) break;
+    hash_file(state, names[i], text, size);
+    free(text);
+  }
+  for (size_t i = 0; i < count; i++) free(names[i]);
+  free(names);
   if (st == SF_OK) *hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   return st;

@@ -25,12 +25,14 @@ typedef struct sf_fwd_params {
   const float *delta_bias; /* (dim,), read when delta_bias=1 */
   const float *h0;         /* (batch, dim, N) or NULL: initial state */
   float *last_state;       /* (batch, dim, N) or NULL */
-  float *chunk_states;     /* (batch, dim, nchunks, N) or NULL: state at each chunk's end */
+  float *saved_states;     /* (batch, dim, nsaved, N) or NULL: the state after every
+                              state_interval-th step and after the last step */
   int batch;
   int dim;
   int seqlen;
   int groups;  /* channel d reads group d / (dim / groups) */
-  int nchunks; /* ceil(seqlen / (threads * items)) */
+  int state_interval; /* a power of two; see sf_scan_state_interval */
+  int nsaved;         /* ceil(seqlen / state_interval) */
 } sf_fwd_params;
 
 #endif

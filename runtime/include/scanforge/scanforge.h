@@ -44,6 +44,33 @@ const char *sf_status_string(sf_status status);
  * until this thread's next scanforge call. */
 const char *sf_last_error(void);
 
+/* ---- CUDA devices (runtime/device.c) ----------------------------------------------
+ * The CUDA driver is opened at run time: without one these return SF_ENODEVICE and the
+ * message says why (libcuda.so.1 not found, cuInit's error, ...). */
+typedef struct sf_device_info {
+  int ordinal;                    /* the CUDA device ordinal */
+  char name[256];                 /* "NVIDIA H100 80GB HBM3" */
+  int cc_major, cc_minor;         /* compute capability */
+  int sm_count;                   /* streaming multiprocessors */
+  uint64_t total_memory;          /* bytes of device memory */
+  int l2_bytes;                   /* L2 cache size */
+  int max_shared_per_block;       /* shared memory per block without opting in, bytes */
+  int max_shared_per_block_optin; /* shared memory per block a kernel can opt in to, bytes */
+  int max_shared_per_sm;          /* bytes */
+  int max_registers_per_block;    /* 32-bit registers */
+  int max_threads_per_block;
+  int clock_khz;                  /* SM clock */
+  int memory_clock_khz;           /* peak memory clock */
+  int memory_bus_width;           /* bits */
+  int driver_version;             /* the driver's CUDA version: 13000 for 13.0 */
+} sf_device_info;
+
+/* The number of CUDA devices visible to this process. */
+sf_status sf_device_count(int *count);
+/* Fills `info` for device `ordinal`, or, with ordinal -1, for the device of the calling
+ * thread's current CUDA context (SF_EINVAL when none is current). */
+sf_status sf_device_get_info(int ordinal, sf_device_info *info);
+
 /* ---- variants ---------------------------------------------------------------------
  * A variant names one generated kernel. It is written as a spec string, e.g.
  * "op=fwd,dstate=16,dtype=bf16,threads=32,items=8,z=1,D=1,delta_bias=1,softplus=1,B=var,C=var"
@@ -75,6 +102,54 @@ int sf_variant_format(const sf_variant *v, char *buf, size_t cap);
 const char *sf_dtype_name(sf_dtype dtype);
 /* Bytes per element of the activation type. */
 int sf_dtype_size(sf_dtype dtype);
+
+
+/* ---- the selective scan ----------------------------------------------------------
+ * math.md defines the function. Shapes: u, delta, z, out (batch, dim, L) with L
+ * contiguous and any element strides for the batch and dim axes (0 means contiguous);
+ * A (dim, N) fp32; B and C variable (batch, G, N, L) in T with L contiguous, or fixed
+ * (dim, N) fp32 contiguous; D, delta_bias (dim,) fp32; h0, last_state (batch, dim, N)
+ * fp32 contiguous. Optional inputs are NULL when absent. */
+typedef struct sf_scan_fwd_args {
+  int64_t batch, dim, seqlen;
+  int dstate;   /* N, 1..256 */
+  int groups;   /* G >= 1, divides dim; used when B or C is variable */
+  sf_dtype dtype;
+  bool delta_softplus;
+
+  const void *u;
+  int64_t u_batch_stride, u_dim_stride;
+  const void *delta;
+  int64_t delta_batch_stride, delta_dim_stride;
+  const float *A;
+  const void *B;
+  bool B_var;
+  int64_t B_batch_stride, B_group_stride, B_state_stride; /* variable B only */
+  const void *C;
+  bool C_var;
+  int64_t C_batch_stride, C_group_stride, C_state_stride; /* variable C only */
+  const float *D;          /* optional */
+  const float *delta_bias; /* optional */
+  const void *z;           /* optional gate */
+  int64_t z_batch_stride, z_dim_stride;
+  const float *h0;         /* optional initial state */
+
+  void *out;
+  int64_t out_batch_stride, out_dim_stride;
+  float *last_state;       /* optional */
+  /* optional: what the backward pass needs, (batch, dim, sf_scan_saved_states(L), N):
+   * the state after every sf_scan_state_interval(L)-th step and after the last. */
+  float *saved_states;
+} sf_scan_fwd_args;
+
+/* Time steps between saved states for a sequence of length L (a power of two). */
+int64_t sf_scan_state_interval(int64_t seqlen);
+/* Saved states per (batch, channel): ceil(L / interval). */
+int64_t sf_scan_saved_states(int64_t seqlen);
+
+/* Checks every argument of a forward call; the message names the argument, what was
+ * expected and what came. */
+sf_status sf_scan_fwd_validate(const sf_scan_fwd_args *args);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,36 @@
+-- scan_common.lua: Lua helpers shared by the scan templates (import("scan_common")).
+local M = {}
+
+-- Bytes per element of the activation type.
+function M.element_size(dtype)
+  if dtype == "fp32" then return 4 end
+  return 2
+end
+
+-- The widest access (16, 8, 4 or 2 bytes) that tiles `items` elements of `size` bytes.
+function M.vector_bytes(items, size)
+  local bytes = 16
+  while bytes > size and (items * size) % bytes ~= 0 do bytes = bytes // 2 end
+  return bytes
+end
+
+-- The CUDA type that moves `bytes` bytes at once, and its 32-bit words (nil for 2 bytes).
+function M.vector_type(bytes)
+  if bytes == 16 then return "uint4", { "x", "y", "z", "w" } end
+  if bytes == 8 then return "uint2", { "x", "y" } end
+  if bytes == 4 then return "unsigned int", { "" } end
+  return "unsigned short", nil
+end
+
+function M.is_power_of_two(x)
+  return x > 0 and (x & (x - 1)) == 0
+end
+
+-- log2 of a power of two.
+function M.log2(x)
+  local n = 0
+  while x > 1 do x = x // 2; n = n + 1 end
+  return n
+end
+
+return M

@@ -1,0 +1,213 @@
+@ -- scan_fwd.tpl: the forward selective scan of math.md, specialised for one variant.
+@ --
+@ -- Work split: a block holds `channels` channels of one batch row; `threads` threads scan
+@ -- one channel, each owning `items` consecutive time steps of a chunk of threads*items
+@ -- steps. Per state n a thread composes its steps sequentially (one exp2 per (t, n)),
+@ -- the channel's threads combine their runs with warp shuffles (and once through shared
+@ -- memory when a channel spans several warps), and the state carries across chunks in
+@ -- shared memory. The pair (a, x) stands for h -> a*h + x; composing "first p, then q"
+@ -- gives (q.a*p.a, q.a*p.x + q.x).
+@ local common = import("scan_common")
+@ local N, T, I, CH = variant.dstate, variant.threads, variant.items, variant.channels
+@ local BLOCK = T * CH
+@ local LANES = math.min(T, 32)       -- lanes of one channel within a warp
+@ local WARPS = math.max(1, T // 32)  -- warps that scan one channel
+@ if I > 32 then
+@   reject("items", "the forward template accepts 1..32 time steps per thread, got " .. I)
+@ end
+@ local smem_bytes = 2 * CH * N * 4 + (WARPS > 1 and 2 * CH * WARPS * 8 or 0)
+@ if smem_bytes > 48 * 1024 then
+@   reject("channels", string.format("channels=%d x dstate=%d needs %d bytes of shared memory; at most 49152 allowed", CH, N, smem_bytes))
+@ end
+@ -- Fully unroll the state loop only while the unrolled body stays small.
+@ local n_unroll = (N * I <= 64) and "" or " 2"
+@ include("kernel_params.h")
+@ include("dtype.tpl")
+
+#define SF_LOG2E 1.4426950408889634f
+
+@ if variant.softplus then
+/* softplus(v) = log1p(exp(v)) for v <= 20, v above (math.md). */
+__device__ __forceinline__ float softplus(float v) { return v <= 20.f ? log1pf(__expf(v)) : v; }
+@ end
+
+extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(const sf_fwd_params p) {
+  __shared__ float carry[2][$(CH)][$(N)]; /* state entering the chunk, by chunk parity */
+@ if WARPS > 1 then
+  __shared__ float2 warp_total[2][$(CH * WARPS)]; /* (a, x) of each warp, by state parity */
+@ end
+  const int lane = threadIdx.x % $(T);      /* position in the channel's scan */
+  const int slot = threadIdx.x / $(T);      /* which of the block's channels */
+  const int seg_lane = lane % $(LANES);     /* position among the channel's lanes of this warp */
+@ if WARPS > 1 then
+  const int warp = lane / 32;               /* which of the channel's warps */
+@ end
+  const int d_raw = blockIdx.x * $(CH) + slot;
+  const bool active = d_raw < p.dim;
+  const int d = active ? d_raw : p.dim - 1; /* an idle slot mirrors a real channel, stores nothing */
+  const int b = blockIdx.y;
+  const int L = p.seqlen;
+
+  const elem_t *u_row = (const elem_t *)p.u + b * p.u_batch_stride + d * p.u_dim_stride;
+  const elem_t *delta_row = (const elem_t *)p.delta + b * p.delta_batch_stride + d * p.delta_dim_stride;
+  elem_t *out_row = (elem_t *)p.out + b * p.out_batch_stride + d * p.out_dim_stride;
+@ if variant.z then
+  const elem_t *z_row = (const elem_t *)p.z + b * p.z_batch_stride + d * p.z_dim_stride;
+@ end
+@ if variant.B_var or variant.C_var then
+  const int g = d / (p.dim / p.groups);
+@ end
+@ for _, m in ipairs({ "B", "C" }) do
+@   if variant[m .. "_var"] then
+  const elem_t *$(m)_rows = (const elem_t *)p.$(m) + b * p.$(m)_batch_stride + g * p.$(m)_group_stride;
+@   else
+  const float *$(m)_fixed = (const float *)p.$(m) + (long long)d * $(N);
+@   end
+@ end
+  const float *A_row = p.A + (long long)d * $(N);
+@ if variant.D then
+  const float D_d = p.D[d];
+@ end
+@ if variant.delta_bias then
+  const float bias = p.delta_bias[d];
+@ end
+  const long long state_row = ((long long)b * p.dim + d) * $(N);
+
+  for (int n = lane; n < $(N); n += $(T)) carry[0][slot][n] = p.h0 ? p.h0[state_row + n] : 0.f;
+  __syncthreads();
+
+  const int nchunks = (L + $(T * I) - 1) / $(T * I);
+  for (int c = 0; c < nchunks; c++) {
+    const int parity = c & 1;
+    const int t0 = c * $(T * I) + lane * $(I);
+    const int valid = L - t0; /* steps of my run inside the sequence (may be <= 0) */
+
+    float u[$(I)], dt[$(I)], dtu[$(I)], y[$(I)];
+    load_run(u_row + t0, valid, 0.f, u);
+    load_run(delta_row + t0, valid, 0.f, dt);
+#pragma unroll
+    for (int i = 0; i < $(I); i++) {
+@ local v = variant.delta_bias and "dt[i] + bias" or "dt[i]"
+@ if variant.softplus then
+      const float step = softplus($(v));
+@ else
+      const float step = $(v);
+@ end
+      dt[i] = i < valid ? step : 0.f; /* padding steps are the identity: a = 1, x = 0 */
+      dtu[i] = dt[i] * u[i];
+      y[i] = 0.f;
+    }
+
+    /* The step of my run after which a state is saved for the backward pass, if any:
+     * t with (t + 1) % interval == 0 (at most one, since items <= interval). */
+    int save_i = -1;
+    if (p.saved_states) {
+      const int t_save = ((t0 + p.state_interval) & ~(p.state_interval - 1)) - 1;
+      if (t_save < t0 + $(I) && t_save < L) save_i = t_save - t0;
+    }
+
+#pragma unroll$(n_unroll)
+    for (int n = 0; n < $(N); n++) {
+      const float A2 = A_row[n] * SF_LOG2E;
+@ if variant.B_var then
+      float Bn[$(I)];
+      load_run(B_rows + n * p.B_state_stride + t0, valid, 0.f, Bn);
+@ else
+      const float Bn = B_fixed[n];
+@ end
+@ if variant.C_var then
+      float Cn[$(I)];
+      load_run(C_rows + n * p.C_state_stride + t0, valid, 0.f, Cn);
+@ else
+      const float Cn = C_fixed[n];
+@ end
+      float a[$(I)], x[$(I)];
+      float run_a = 1.f, run_x = 0.f;
+#pragma unroll
+      for (int i = 0; i < $(I); i++) {
+        a[i] = exp2f(dt[i] * A2);
+        x[i] = dtu[i] * $(variant.B_var and "Bn[i]" or "Bn");
+        run_x = a[i] * run_x + x[i];
+        run_a = a[i] * run_a;
+      }
+      /* Inclusive scan of the runs over this warp's lanes of the channel. */
+#pragma unroll
+      for (int offset = 1; offset < $(LANES); offset *= 2) {
+        const float prev_a = __shfl_up_sync(0xffffffffu, run_a, offset, $(LANES));
+        const float prev_x = __shfl_up_sync(0xffffffffu, run_x, offset, $(LANES));
+        if (seg_lane >= offset) {
+          run_x = run_a * prev_x + run_x;
+          run_a = run_a * prev_a;
+        }
+      }
+      float before_a = __shfl_up_sync(0xffffffffu, run_a, 1, $(LANES));
+      float before_x = __shfl_up_sync(0xffffffffu, run_x, 1, $(LANES));
+      if (seg_lane == 0) {
+        before_a = 1.f;
+        before_x = 0.f;
+      }
+@ if WARPS > 1 then
+      /* Combine the channel's warps once through shared memory. */
+      if (seg_lane == 31) warp_total[n & 1][slot * $(WARPS) + warp] = make_float2(run_a, run_x);
+      __syncthreads();
+      float total_a = 1.f, total_x = 0.f, prefix_a = 1.f, prefix_x = 0.f;
+#pragma unroll
+      for (int w = 0; w < $(WARPS); w++) {
+        if (w == warp) {
+          prefix_a = total_a;
+          prefix_x = total_x;
+        }
+        const float2 t = warp_total[n & 1][slot * $(WARPS) + w];
+        total_x = t.x * total_x + t.y;
+        total_a = t.x * total_a;
+      }
+      before_x = before_a * prefix_x + before_x;
+      before_a = before_a * prefix_a;
+@ else
+      const float total_a = run_a, total_x = run_x; /* meaningful in the last lane */
+@ end
+      const float h_in = carry[parity][slot][n];
+      if (lane == $(T - 1)) carry[parity ^ 1][slot][n] = total_a * h_in + total_x;
+      float h = before_a * h_in + before_x;
+      if (save_i < 0) {
+#pragma unroll
+        for (int i = 0; i < $(I); i++) {
+          h = a[i] * h + x[i];
+          y[i] += $(variant.C_var and "Cn[i]" or "Cn") * h;
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < $(I); i++) {
+          h = a[i] * h + x[i];
+          y[i] += $(variant.C_var and "Cn[i]" or "Cn") * h;
+          if (i == save_i && active)
+            p.saved_states[(state_row / $(N) * p.nsaved + (t0 + i) / p.state_interval) * $(N) + n] = h;
+        }
+      }
+    }
+    __syncthreads(); /* publishes the next chunk's carry */
+
+@ if variant.z then
+    float zv[$(I)];
+    load_run(z_row + t0, valid, 0.f, zv);
+@ end
+#pragma unroll
+    for (int i = 0; i < $(I); i++) {
+@ if variant.D then
+      y[i] += D_d * u[i];
+@ end
+@ if variant.z then
+      y[i] *= __fdividef(zv[i], 1.f + __expf(-zv[i])); /* silu(z) */
+@ end
+    }
+    if (active) store_run(out_row + t0, valid, y);
+  }
+
+  if (active) {
+    for (int n = lane; n < $(N); n += $(T)) {
+      const float h_last = carry[nchunks & 1][slot][n];
+      if (p.last_state) p.last_state[state_row + n] = h_last;
+      if (p.saved_states && L > 0) p.saved_states[(state_row / $(N) * p.nsaved + p.nsaved - 1) * $(N) + n] = h_last;
+    }
+  }
+}
