@@ -1,0 +1,60 @@
+/* heuristics.c: launch configurations by sequence length, and the default variant grid. */
+#include "tuning/heuristics.h"
+
+#include <string.h>
+
+/* Short sequences put several channels in a block so that no warp idles (MambaVision
+ * stages have L = 49 or 196); long ones give each thread 16 steps so the per-chunk scan
+ * cost is spread over more exponentials, and use wider channels only when there are too
+ * few channels to fill the GPU. */
+void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen) {
+  int threads, items, channels;
+  if (seqlen <= 64) {
+    threads = 8, items = 8, channels = 16;
+  } else if (seqlen <= 128) {
+    threads = 16, items = 8, channels = 8;
+  } else if (seqlen <= 256) {
+    threads = 32, items = 8, channels = 4;
+  } else if (seqlen <= 512 || batch * dim >= 2048) {
+    threads = 32, items = 16, channels = 4;
+  } else {
+    threads = 128, items = 16, channels = 1;
+  }
+  v->threads = threads;
+  v->items = items;
+  v->channels = channels;
+}
+
+static bool same_variant(const sf_variant *a, const sf_variant *b) {
+  char sa[512], sb[512];
+  sf_variant_format(a, sa, sizeof sa);
+  sf_variant_format(b, sb, sizeof sb);
+  return strcmp(sa, sb) == 0;
+}
+
+int sf_default_grid(sf_variant *variants, int capacity) {
+  static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
+  static const int dstates[] = {8, 16};
+  /* (batch, dim, L) covering every heuristic branch: MambaVision stages, Mamba. */
+  static const int64_t shapes[][3] = {{64, 320, 49},    {64, 160, 196},   {16, 64, 256},
+                                      {1, 256, 1024},  {8, 1536, 2048}, {64, 160, 100}};
+  int count = 0;
+  for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+    for (size_t s = 0; s < sizeof dstates / sizeof dstates[0]; s++)
+      for (int gated = 0; gated <= 1; gated++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+          sf_variant v = sf_variant_default();
+          v.op = SF_OP_FWD;
+          v.dtype = dtypes[t];
+          v.dstate = dstates[s];
+          v.has_z = gated;
+          v.has_D = v.has_delta_bias = v.softplus = true;
+          sf_heuristic_configure(&v, shapes[k][0], shapes[k][1], shapes[k][2]);
+          bool seen = false;
+          for (int i = 0; i < count && i < capacity && !seen; i++) seen = same_variant(&variants[i], &v);
+          if (seen) continue;
+          if (count < capacity) variants[count] = v;
+          count++;
+        }
+  return count;
+}

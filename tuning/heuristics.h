@@ -1,0 +1,18 @@
+/* heuristics.h: launch configuration for a shape when the tuning database has no entry. */
+#ifndef SCANFORGE_HEURISTICS_H
+#define SCANFORGE_HEURISTICS_H
+
+#include <stdint.h>
+
+#include "scanforge/scanforge.h"
+
+/* Sets threads, items and channels of `v` (whose op, dtype, dstate and flags are set) for
+ * a call of the given shape. */
+void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen);
+
+/* The default variant grid: the variants the heuristics pick for the shapes of
+ * performance.md and MambaVision, without duplicates. Writes up to `capacity` variants
+ * and returns how many there are. */
+int sf_default_grid(sf_variant *variants, int capacity);
+
+#endif
