@@ -142,13 +142,28 @@ typedef struct sf_scan_fwd_args {
   float *saved_states;
 } sf_scan_fwd_args;
 
-/* Time steps between saved states for a sequence of length L (a power of two). */
+/* Time steps between saved states for a sequence of length L: the next power of two
+ * >= L, clamped to 64..2048 (the chunk length of the backward pass). */
 int64_t sf_scan_state_interval(int64_t seqlen);
-/* Saved states per (batch, channel): ceil(L / interval). */
+/* Saved states per (batch, channel): ceil(L / interval); 0 for L = 0. Saved state k is
+ * the state after step t where (t + 1) % interval == 0 or t == L - 1, k = t / interval. */
 int64_t sf_scan_saved_states(int64_t seqlen);
 
 /* Checks every argument of a forward call; the message names the argument, what was
- * expected and what came. */
+ * expected and what came ("u_dim_stride: expected 0 or >= seqlen (196), got 100 ...").
+ * - batch, dim, seqlen >= 0; any of them 0 means nothing to do: no pointer is needed
+ *   and a call touches nothing. dstate 1..256; groups >= 1, dividing dim when B or C
+ *   is variable; dtype one of sf_dtype.
+ * - u, delta, A, B, C, out non-NULL when there is work; D, delta_bias, z, h0,
+ *   last_state, saved_states may be NULL.
+ * - Strides are in elements and >= 0; 0 means contiguous (dim -> L, batch -> dim *
+ *   dim_stride; variable B/C: state -> L, group -> N * state, batch -> G * group).
+ *   Strides of an absent z or of a fixed B or C must be 0.
+ * - Rows of L elements must not overlap: take the strided axes of extent > 1 in
+ *   increasing order of stride; the first must be >= L, each next one >= the previous
+ *   stride times the previous extent. So (batch, dim, L) and (dim, batch, L) layouts,
+ *   padded or not, are both accepted.
+ * - Every tensor's extent in bytes must fit in int64. */
 sf_status sf_scan_fwd_validate(const sf_scan_fwd_args *args);
 
 #ifdef __cplusplus
