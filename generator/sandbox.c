@@ -46,8 +46,8 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
   sf_sandbox *sb = sandbox_of(L);
   sb->instructions += HOOK_INTERVAL;
   if (sb->instructions > sb->limits.max_instructions)
-    luaL_error(L, "instruction limit exceeded (%lld VM instructions): the template runs too long",
-               sb->limits.max_instructions);
+    luaL_error(L, "instruction limit exceeded (%I VM instructions): the template runs too long",
+               (lua_Integer)sb->limits.max_instructions);
 }
 
 /* Copies the allow-listed fields of the table at `source_index` into a new table. */
