@@ -1,0 +1,104 @@
+/* cache_dir.c: resolving, creating and vetting the cache directory. */
+#include "runtime/cache_dir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/error.h"
+
+static char *join(const char *a, const char *b) {
+  size_t n = strlen(a) + strlen(b) + 1;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s%s", a, b);
+  return s;
+}
+
+static const char *nonempty_env(const char *name) {
+  const char *v = getenv(name);
+  return v && v[0] ? v : NULL;
+}
+
+char *sf_cache_default_dir(void) {
+  const char *dir = nonempty_env("SCANFORGE_CACHE_DIR");
+  if (dir) return join(dir, "");
+  /* The XDG spec says relative values are to be ignored. */
+  const char *xdg = nonempty_env("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return join(xdg, "/scanforge");
+  const char *home = nonempty_env("HOME");
+  if (!home) {
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found && found->pw_dir &&
+        found->pw_dir[0])
+      return join(found->pw_dir, "/.cache/scanforge");
+    sf_fail(SF_ECACHE, "no cache directory: neither SCANFORGE_CACHE_DIR, XDG_CACHE_HOME nor "
+                       "HOME is set");
+    return NULL;
+  }
+  return join(home, "/.cache/scanforge");
+}
+
+/* mkdir -p: each missing component is created private to this user. */
+static sf_status make_dirs(const char *path) {
+  size_t n = strlen(path);
+  char *p = malloc(n + 1);
+  if (!p) return sf_fail(SF_ENOMEM, "out of memory");
+  memcpy(p, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (p[i] != '/' && p[i] != '\0') continue;
+    char saved = p[i];
+    p[i] = '\0';
+    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+      sf_status s = sf_fail(SF_ECACHE, "cannot create %s: %s", p, strerror(errno));
+      free(p);
+      return s;
+    }
+    p[i] = saved;
+  }
+  free(p);
+  return SF_OK;
+}
+
+sf_status sf_cache_dir_prepare(const char *path) {
+  struct stat st;
+  /* One stat when it exists: this runs before every disk load. */
+  if (stat(path, &st) != 0) {
+    sf_status s = make_dirs(path);
+    if (s != SF_OK) return s;
+    if (stat(path, &st) != 0)
+      return sf_fail(SF_ECACHE, "cannot use %s: %s", path, strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return sf_fail(SF_ECACHE, "%s is not a directory", path);
+  if (st.st_uid != geteuid())
+    return sf_fail(SF_ECACHE,
+                   "%s is owned by uid %u, not by this user (uid %u): refusing to load "
+                   "binaries someone else could have written",
+                   path, (unsigned)st.st_uid, (unsigned)geteuid());
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return sf_fail(SF_ECACHE,
+                   "%s is writable by group or others (mode %04o): refusing to load "
+                   "binaries someone else could have written",
+                   path, (unsigned)(st.st_mode & 07777));
+  return SF_OK;
+}
+
+sf_status sf_cache_dir_probe(const char *path) {
+  char *probe = join(path, "/.probe.XXXXXX");
+  if (!probe) return sf_fail(SF_ENOMEM, "out of memory");
+  int fd = mkostemp(probe, O_CLOEXEC);
+  if (fd < 0) {
+    sf_status s = sf_fail(SF_ECACHE, "cannot write in %s: %s", path, strerror(errno));
+    free(probe);
+    return s;
+  }
+  close(fd);
+  unlink(probe);
+  free(probe);
+  return SF_OK;
+}
