@@ -101,8 +101,16 @@ static void copy_trimmed(const char *begin, const char *end, char *buf, size_t c
 }
 
 sf_status sf_variant_parse(const char *spec, sf_variant *out) {
-  if (!spec || !out) return sf_fail(SF_EINVAL, "sf_variant_parse: spec and out must not be NULL");
+  if (!out) return sf_fail(SF_EINVAL, "sf_variant_parse: out must not be NULL");
   sf_variant v = sf_variant_default();
+  sf_status st = sf_variant_apply(spec, &v);
+  if (st == SF_OK) *out = v;
+  return st;
+}
+
+sf_status sf_variant_apply(const char *spec, sf_variant *inout) {
+  if (!spec || !inout) return sf_fail(SF_EINVAL, "sf_variant_apply: spec and variant must not be NULL");
+  sf_variant v = *inout;
   char seen[32][32];
   int nseen = 0;
   const char *p = spec;
@@ -128,7 +136,7 @@ sf_status sf_variant_parse(const char *spec, sf_variant *out) {
   }
   sf_status st = sf_variant_validate(&v);
   if (st != SF_OK) return st;
-  *out = v;
+  *inout = v;
   return SF_OK;
 }
 

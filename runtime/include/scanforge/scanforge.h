@@ -94,6 +94,9 @@ typedef struct sf_variant {
 sf_variant sf_variant_default(void);
 /* Parses a spec string; keys not present keep their defaults. */
 sf_status sf_variant_parse(const char *spec, sf_variant *out);
+/* Sets the keys the spec names on top of *inout (the others keep their values); on
+ * failure *inout is unchanged. */
+sf_status sf_variant_apply(const char *spec, sf_variant *inout);
 /* Checks every key and combination; names the key, the value and what is allowed. */
 sf_status sf_variant_validate(const sf_variant *v);
 /* Writes the canonical spec (every key, fixed order); returns the length it needs,
@@ -165,6 +168,53 @@ int64_t sf_scan_saved_states(int64_t seqlen);
  *   padded or not, are both accepted.
  * - Every tensor's extent in bytes must fit in int64. */
 sf_status sf_scan_fwd_validate(const sf_scan_fwd_args *args);
+
+/* ---- contexts and calls ----------------------------------------------------------
+ * A context holds the kernel cache and the kernels loaded so far; one context may be
+ * used from many threads at once. Kernels load into the device's primary context (the
+ * one TensorFlow uses) unless a context is current on the calling thread. */
+typedef struct sf_context sf_context;
+
+typedef struct sf_context_options {
+  const char *cache_dir;   /* NULL: $SCANFORGE_CACHE_DIR, else $XDG_CACHE_HOME/scanforge,
+                              else ~/.cache/scanforge */
+  bool cache_memory_only;  /* keep compiled kernels in memory only */
+  uint64_t cache_max_bytes;/* 0: $SCANFORGE_CACHE_MAX_BYTES, else 1 GiB */
+} sf_context_options;
+
+/* Creates a context (options may be NULL). Fails only when out of memory. */
+sf_status sf_context_create(const sf_context_options *options, sf_context **out);
+/* Frees the context and unloads its kernels. NULL is a no-op. */
+void sf_context_destroy(sf_context *ctx);
+/* Something the user should hear once (e.g. the cache went memory-only), or NULL. */
+const char *sf_context_warning(const sf_context *ctx);
+
+/* Where and how a call runs. */
+typedef struct sf_launch {
+  bool on_host;       /* true: host memory, the CPU implementation */
+  void *stream;       /* device: the CUstream to launch on (NULL is the legacy default
+                         stream, which synchronises with others: pass your own) */
+  int host_threads;   /* host: worker threads, <= 0 for one per CPU */
+  const char *spec;   /* optional: a variant spec whose threads, items and channels
+                         replace the tuned choice (its flags must match the call) */
+} sf_launch;
+
+/* Where the kernel of the last call came from, for benchmarks. */
+typedef enum sf_kernel_origin {
+  SF_KERNEL_LOADED = 0,   /* already loaded in this process: no file, no compile */
+  SF_KERNEL_FROM_MEMORY,  /* compiled earlier by this process, loaded now */
+  SF_KERNEL_FROM_DISK,    /* read from the disk cache and loaded */
+  SF_KERNEL_COMPILED      /* generated and compiled by NVRTC */
+} sf_kernel_origin;
+
+/* The forward selective scan: validates every argument (SF_EINVAL naming it), then on
+ * the device picks the variant, loads it through the cache and launches it on
+ * launch->stream without synchronising; on the host runs the CPU implementation. */
+sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch);
+
+/* The variant a device call with these arguments would run (after launch->spec), as a
+ * canonical spec. */
+sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,42 @@
+/* context.c: creating and destroying an sf_context. */
+#include "runtime/context.h"
+
+#include <stdlib.h>
+
+#include "runtime/error.h"
+#include "runtime/module.h"
+
+sf_status sf_context_create(const sf_context_options *options, sf_context **out) {
+  if (!out) return sf_fail(SF_EINVAL, "sf_context_create: out must not be NULL");
+  *out = NULL;
+  sf_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return sf_fail(SF_ENOMEM, "sf_context_create: out of memory");
+  sf_cache_options cache_options = {0};
+  if (options) {
+    cache_options.dir = options->cache_dir;
+    cache_options.memory_only = options->cache_memory_only;
+    cache_options.max_bytes = options->cache_max_bytes;
+  }
+  sf_status st = sf_cache_open(&cache_options, &ctx->cache);
+  if (st == SF_OK) st = sf_kernel_table_create(SF_MODULE_TABLE_DEFAULT_CAPACITY, &ctx->kernels);
+  if (st != SF_OK) {
+    sf_cache_close(ctx->cache);
+    free(ctx);
+    return st;
+  }
+  pthread_mutex_init(&ctx->device_lock, NULL);
+  *out = ctx;
+  return SF_OK;
+}
+
+void sf_context_destroy(sf_context *ctx) {
+  if (!ctx) return;
+  sf_module_table_destroy(ctx->kernels);
+  sf_cache_close(ctx->cache);
+  pthread_mutex_destroy(&ctx->device_lock);
+  free(ctx);
+}
+
+const char *sf_context_warning(const sf_context *ctx) {
+  return ctx ? sf_cache_warning(ctx->cache) : NULL;
+}

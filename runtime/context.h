@@ -1,0 +1,28 @@
+/* context.h: what an sf_context holds (internal). */
+#ifndef SCANFORGE_CONTEXT_H
+#define SCANFORGE_CONTEXT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "runtime/cache.h"
+#include "runtime/cuda_context.h"
+#include "runtime/kernel_table.h"
+#include "runtime/target.h"
+#include "scanforge/scanforge.h"
+
+/* What a device needs once per process: its compile target. */
+typedef struct sf_device_slot {
+  atomic_int ready; /* 1 once target is set (release) */
+  sf_target target;
+  int sm_count;
+} sf_device_slot;
+
+struct sf_context {
+  sf_cache *cache;
+  sf_kernel_table *kernels;
+  pthread_mutex_t device_lock; /* taken only to fill a device slot */
+  sf_device_slot devices[SF_MAX_DEVICES];
+};
+
+#endif

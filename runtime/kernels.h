@@ -1,0 +1,28 @@
+/* kernels.h: a variant's kernel: generated, compiled through the cache, loaded once per context. */
+#ifndef SCANFORGE_KERNELS_H
+#define SCANFORGE_KERNELS_H
+
+#include <cuda.h>
+
+#include "runtime/cache.h"
+#include "runtime/context.h"
+#include "runtime/kernel_table.h"
+#include "runtime/target.h"
+#include "scanforge/scanforge.h"
+
+/* The binary of a variant for a target: generated, then found in the cache or compiled
+ * by NVRTC and published there. Needs no GPU (this is what `cache warm` runs). *data
+ * stays valid until the cache is closed. */
+sf_status sf_variant_binary(sf_cache *cache, sf_target target, const sf_variant *variant,
+                            const void **data, size_t *size, sf_cache_source *where);
+
+/* The compile target of the device that owns `context` (computed once per device). */
+sf_status sf_context_target(sf_context *ctx, sf_target *target);
+
+/* The loaded kernel of a variant in the calling thread's current CUDA context (made the
+ * primary context of device 0 when none is current). A kernel loaded before is found
+ * without a lock, a file or a driver call. `origin` (may be NULL) says where it came from. */
+sf_status sf_kernel_for_variant(sf_context *ctx, const sf_variant *variant,
+                                const sf_kernel **kernel, sf_kernel_origin *origin);
+
+#endif

@@ -1,0 +1,134 @@
+/* scan.c: sf_scan_fwd: validate, choose the variant, load it, launch on the caller's stream. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/context.h"
+#include "runtime/cpu_scan.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/error.h"
+#include "runtime/kernel_params.h"
+#include "runtime/kernels.h"
+#include "runtime/module.h"
+#include "runtime/scan_args.h"
+#include "tuning/heuristics.h"
+
+/* The grid's y extent is the batch; longer batches are launched in slices. */
+enum { MAX_BATCH_PER_LAUNCH = 65535 };
+
+/* The spec may change the launch configuration, never the function computed. */
+static sf_status check_spec_keeps_call(const sf_variant *call, const sf_variant *spec_variant, const char *spec) {
+  struct { const char *key; int call, spec; } keys[] = {
+      {"op", call->op, spec_variant->op},
+      {"dtype", call->dtype, spec_variant->dtype},
+      {"dstate", call->dstate, spec_variant->dstate},
+      {"z", call->has_z, spec_variant->has_z},
+      {"D", call->has_D, spec_variant->has_D},
+      {"delta_bias", call->has_delta_bias, spec_variant->has_delta_bias},
+      {"softplus", call->softplus, spec_variant->softplus},
+      {"B", call->B_var, spec_variant->B_var},
+      {"C", call->C_var, spec_variant->C_var},
+  };
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (keys[i].call != keys[i].spec)
+      return sf_fail(SF_EINVAL,
+                     "launch spec '%s': key '%s' does not match the call's arguments (the spec "
+                     "may set threads, items and channels only)",
+                     spec, keys[i].key);
+  return SF_OK;
+}
+
+sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out) {
+  if (!args || !out) return sf_fail(SF_EINVAL, "sf_scan_fwd_variant: args and out must not be NULL");
+  sf_variant v = sf_variant_default();
+  v.op = SF_OP_FWD;
+  v.dtype = args->dtype;
+  v.dstate = args->dstate;
+  v.has_z = args->z != NULL;
+  v.has_D = args->D != NULL;
+  v.has_delta_bias = args->delta_bias != NULL;
+  v.softplus = args->delta_softplus;
+  v.B_var = args->B_var;
+  v.C_var = args->C_var;
+  sf_heuristic_configure(&v, args->batch, args->dim, args->seqlen);
+  if (launch && launch->spec) {
+    sf_variant requested = v;
+    sf_status st = sf_variant_apply(launch->spec, &requested);
+    if (st != SF_OK) return sf_fail_context(st, "launch spec");
+    st = check_spec_keeps_call(&v, &requested, launch->spec);
+    if (st != SF_OK) return st;
+    v = requested;
+  }
+  *out = v;
+  return SF_OK;
+}
+
+static const char *advance(const void *p, int64_t elements, int element_size) {
+  return p ? (const char *)p + elements * element_size : NULL;
+}
+
+static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch) {
+  if (r->seqlen > INT_MAX || r->dim > INT_MAX)
+    return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
+                   (long long)r->seqlen, (long long)r->dim);
+  sf_variant v;
+  sf_status st = sf_scan_fwd_variant(r, launch, &v);
+  if (st != SF_OK) return st;
+  const sf_kernel *kernel;
+  st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
+  if (st != SF_OK) return st;
+  const unsigned block = (unsigned)(v.threads * v.channels);
+  st = sf_kernel_check_launch(kernel, block, 0);
+  if (st != SF_OK) return st;
+  const sf_cu *cu;
+  st = sf_cu_load(&cu);
+  if (st != SF_OK) return st;
+
+  const int es = sf_dtype_size(r->dtype);
+  const int64_t N = r->dstate, interval = sf_scan_state_interval(r->seqlen);
+  const int64_t nsaved = sf_scan_saved_states(r->seqlen);
+  const unsigned grid_x = (unsigned)((r->dim + v.channels - 1) / v.channels);
+  for (int64_t b0 = 0; b0 < r->batch; b0 += MAX_BATCH_PER_LAUNCH) {
+    const int64_t rows = r->batch - b0 < MAX_BATCH_PER_LAUNCH ? r->batch - b0 : MAX_BATCH_PER_LAUNCH;
+    const int64_t state_offset = b0 * r->dim * N;
+    sf_fwd_params p = {
+        .u = advance(r->u, b0 * r->u_batch_stride, es),
+        .delta = advance(r->delta, b0 * r->delta_batch_stride, es),
+        .z = advance(r->z, b0 * r->z_batch_stride, es),
+        .out = (void *)advance(r->out, b0 * r->out_batch_stride, es),
+        .u_batch_stride = r->u_batch_stride, .u_dim_stride = r->u_dim_stride,
+        .delta_batch_stride = r->delta_batch_stride, .delta_dim_stride = r->delta_dim_stride,
+        .z_batch_stride = r->z_batch_stride, .z_dim_stride = r->z_dim_stride,
+        .out_batch_stride = r->out_batch_stride, .out_dim_stride = r->out_dim_stride,
+        .B = r->B_var ? advance(r->B, b0 * r->B_batch_stride, es) : r->B,
+        .C = r->C_var ? advance(r->C, b0 * r->C_batch_stride, es) : r->C,
+        .B_batch_stride = r->B_batch_stride, .B_group_stride = r->B_group_stride,
+        .B_state_stride = r->B_state_stride,
+        .C_batch_stride = r->C_batch_stride, .C_group_stride = r->C_group_stride,
+        .C_state_stride = r->C_state_stride,
+        .A = r->A, .D = r->D, .delta_bias = r->delta_bias,
+        .h0 = r->h0 ? r->h0 + state_offset : NULL,
+        .last_state = r->last_state ? r->last_state + state_offset : NULL,
+        .saved_states = r->saved_states ? r->saved_states + state_offset * nsaved : NULL,
+        .batch = (int)rows, .dim = (int)r->dim, .seqlen = (int)r->seqlen,
+        .groups = r->groups, .state_interval = (int)interval, .nsaved = (int)nsaved,
+    };
+    void *params[] = {&p};
+    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, 1, block, 1, 1, 0,
+                                      (CUstream)launch->stream, params, NULL),
+                     "cuLaunchKernel(sf_scan_fwd)");
+    if (st != SF_OK) return st;
+  }
+  return SF_OK;
+}
+
+sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch) {
+  if (!ctx) return sf_fail(SF_EINVAL, "ctx: must not be NULL");
+  if (!launch) return sf_fail(SF_EINVAL, "launch: must not be NULL (say on_host or give a stream)");
+  if (launch->on_host) return sf_cpu_scan_fwd(args, launch->host_threads);
+  sf_scan_fwd_args resolved;
+  sf_status st = sf_scan_fwd_prepare(args, &resolved);
+  if (st != SF_OK) return st;
+  if (!sf_scan_fwd_has_work(&resolved)) return SF_OK;
+  return launch_fwd(ctx, &resolved, launch);
+}

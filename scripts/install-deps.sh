@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building and testing scanforge needs on Debian/Ubuntu, skipping what is
+# already there. The CUDA toolkit (nvcc headers, NVRTC) is expected at /usr/local/cuda.
+set -euo pipefail
+
+packages=(cmake make gcc pkg-config liblua5.4-dev libcriterion-dev libjansson-dev libxxhash-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ ! -e /usr/local/cuda/include/nvrtc.h ] && ! command -v nvcc >/dev/null; then
+  echo "warning: no CUDA toolkit found (need nvrtc.h and libnvrtc); install CUDA 12 or 13" >&2
+fi

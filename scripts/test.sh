@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Builds scanforge and runs every test suite. GPU suites skip (and say so) without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+ctest --test-dir build --output-on-failure --no-tests=error -j"$(nproc)"
