@@ -9,8 +9,8 @@
 #include "runtime/cpu_scan.h"
 #include "runtime/half.h"
 #include "runtime/reference.h"
-#include "tests/support/random_inputs.h"
-#include "tests/support/relerr.h"
+#include "runtime/random_inputs.h"
+#include "runtime/relerr.h"
 
 /* Flags of a case; ALL_FLAGS is everything on. */
 enum {

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "runtime/reference.h"
-#include "tests/support/random_inputs.h"
-#include "tests/support/relerr.h"
+#include "runtime/random_inputs.h"
+#include "runtime/relerr.h"
 
 /* ---- the cases: several shapes times every combination of flags -------------------- */
 

@@ -1,6 +1,6 @@
 /* relerr.h: relative error ||x - ref||_2 / ||ref||_2 in double, the accuracy measure of math.md. */
-#ifndef SCANFORGE_TESTS_RELERR_H
-#define SCANFORGE_TESTS_RELERR_H
+#ifndef SCANFORGE_RELERR_H
+#define SCANFORGE_RELERR_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* random_inputs.c: splitmix64, uniform and normal draws, and random scan problems. */
-#include "tests/support/random_inputs.h"
+#include "runtime/random_inputs.h"
 
 #include <math.h>
 #include <stdlib.h>

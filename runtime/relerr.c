@@ -1,5 +1,5 @@
 /* relerr.c: relative L2 error against a float64 reference, non-finite values failing. */
-#include "tests/support/relerr.h"
+#include "runtime/relerr.h"
 
 #include <math.h>
 

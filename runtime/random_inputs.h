@@ -1,6 +1,6 @@
 /* random_inputs.h: a seeded RNG and whole random scan problems with math.md's recommended inputs. */
-#ifndef SCANFORGE_TESTS_RANDOM_INPUTS_H
-#define SCANFORGE_TESTS_RANDOM_INPUTS_H
+#ifndef SCANFORGE_RANDOM_INPUTS_H
+#define SCANFORGE_RANDOM_INPUTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
