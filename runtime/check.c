@@ -1,0 +1,233 @@
+/* check.c: the forward on random inputs, host or device, against the float64 reference. */
+#include "runtime/check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/cuda_context.h"
+#include "runtime/error.h"
+#include "runtime/half.h"
+#include "runtime/random_inputs.h"
+#include "runtime/reference.h"
+#include "runtime/relerr.h"
+
+double sf_check_forward_bar(sf_dtype dtype) { return dtype == SF_FP32 ? 1e-5 : 5e-3; }
+
+/* One tensor of the call, on the host, and (on the device path) its device copy. */
+typedef struct buffer {
+  void *host;
+  size_t bytes;
+  CUdeviceptr device;
+} buffer;
+
+/* Rounds x to the activation type and back, so the reference sees what the kernel sees. */
+static void round_to(sf_dtype dtype, double *x, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    float f = (float)x[i];
+    if (dtype == SF_BF16) f = sf_bf16_to_float(sf_float_to_bf16(f));
+    else if (dtype == SF_FP16) f = sf_half_to_float(sf_float_to_half(f));
+    x[i] = f;
+  }
+}
+
+static bool make_typed(buffer *b, sf_dtype dtype, const double *x, size_t n) {
+  b->bytes = n * (size_t)sf_dtype_size(dtype);
+  b->host = malloc(b->bytes ? b->bytes : 1);
+  float *tmp = malloc((n ? n : 1) * sizeof(float));
+  if (!b->host || !tmp) {
+    free(tmp);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) tmp[i] = (float)x[i];
+  sf_convert_from_float(dtype, tmp, (int64_t)n, b->host);
+  free(tmp);
+  return true;
+}
+
+static bool make_poisoned(buffer *b, sf_dtype dtype, size_t n) {
+  float *nan_values = malloc((n ? n : 1) * sizeof(float));
+  b->bytes = n * (size_t)sf_dtype_size(dtype);
+  b->host = malloc(b->bytes ? b->bytes : 1);
+  if (!nan_values || !b->host) {
+    free(nan_values);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) nan_values[i] = NAN;
+  sf_convert_from_float(dtype, nan_values, (int64_t)n, b->host);
+  free(nan_values);
+  return true;
+}
+
+/* All the tensors of one call. Index order is fixed so loops can treat them alike. */
+enum { U, DELTA, A_, B_, C_, D_, BIAS, Z, H0, OUT, LAST, SAVED, TENSORS };
+
+typedef struct call {
+  buffer t[TENSORS];
+  bool present[TENSORS];
+} call;
+
+static void free_call(call *c, const sf_cu *cu) {
+  for (int i = 0; i < TENSORS; i++) {
+    free(c->t[i].host);
+    if (c->t[i].device && cu) cu->MemFree(c->t[i].device);
+  }
+}
+
+static sf_status upload(call *c, const sf_cu *cu) {
+  for (int i = 0; i < TENSORS; i++) {
+    if (!c->present[i]) continue;
+    sf_status st = sf_cu_check(cu->MemAlloc(&c->t[i].device, c->t[i].bytes ? c->t[i].bytes : 4), "cuMemAlloc");
+    if (st == SF_OK) st = sf_cu_check(cu->MemcpyHtoD(c->t[i].device, c->t[i].host, c->t[i].bytes), "cuMemcpyHtoD");
+    if (st != SF_OK) return st;
+  }
+  return SF_OK;
+}
+
+static const void *where(const call *c, int i, bool on_device) {
+  if (!c->present[i]) return NULL;
+  return on_device ? (const void *)(uintptr_t)c->t[i].device : c->t[i].host;
+}
+
+/* The reference's state after the first `steps` steps: the problem cut to that length. */
+static sf_status reference_state_at(const sf_ref_problem *p, int64_t steps, double *state) {
+  sf_ref_problem cut = *p;
+  cut.seqlen = (int)steps;
+  const size_t rows = (size_t)p->batch * p->dim, L = (size_t)p->seqlen;
+  const size_t brows = (size_t)p->batch * p->groups * p->dstate;
+  double *copies[5] = {0};
+  const double *sources[5] = {p->u, p->delta, p->z, p->B_var ? p->B : NULL, p->C_var ? p->C : NULL};
+  const size_t row_counts[5] = {rows, rows, rows, brows, brows};
+  sf_status st = SF_OK;
+  for (int k = 0; k < 5 && st == SF_OK; k++) {
+    if (!sources[k]) continue;
+    copies[k] = malloc(row_counts[k] * (size_t)steps * sizeof(double));
+    if (!copies[k]) { st = sf_fail(SF_ENOMEM, "check: out of memory"); break; }
+    for (size_t r = 0; r < row_counts[k]; r++)
+      memcpy(copies[k] + r * (size_t)steps, sources[k] + r * L, (size_t)steps * sizeof(double));
+  }
+  if (st == SF_OK) {
+    cut.u = copies[0];
+    cut.delta = copies[1];
+    if (p->z) cut.z = copies[2];
+    if (p->B_var) cut.B = copies[3];
+    if (p->C_var) cut.C = copies[4];
+    st = sf_ref_forward(&cut, NULL, state);
+  }
+  for (int k = 0; k < 5; k++) free(copies[k]);
+  return st;
+}
+
+static sf_status compare(const call *c, const random_problem *rp, const sf_check_shape *s,
+                         sf_check_result *result) {
+  const size_t n_out = (size_t)(s->batch * s->dim * s->seqlen);
+  const size_t n_state = (size_t)(s->batch * s->dim * s->dstate);
+  const int64_t nsaved = sf_scan_saved_states(s->seqlen), interval = sf_scan_state_interval(s->seqlen);
+  double *ref_out = malloc(n_out * sizeof(double));
+  double *ref_last = malloc(n_state * sizeof(double));
+  double *ref_saved = malloc(n_state * (size_t)nsaved * sizeof(double));
+  double *state = malloc(n_state * sizeof(double));
+  float *got = malloc((n_out > n_state * (size_t)nsaved ? n_out : n_state * (size_t)nsaved) * sizeof(float));
+  sf_status st = SF_OK;
+  if (!ref_out || !ref_last || !ref_saved || !state || !got) st = sf_fail(SF_ENOMEM, "check: out of memory");
+  if (st == SF_OK) st = sf_ref_forward(&rp->p, ref_out, ref_last);
+  /* saved[b, d, k, n]: the state after step min((k + 1) * interval, L) */
+  for (int64_t k = 0; k < nsaved && st == SF_OK; k++) {
+    int64_t steps = (k + 1) * interval < s->seqlen ? (k + 1) * interval : s->seqlen;
+    st = reference_state_at(&rp->p, steps, state);
+    for (size_t row = 0; row < (size_t)(s->batch * s->dim) && st == SF_OK; row++)
+      memcpy(ref_saved + (row * nsaved + k) * s->dstate, state + row * s->dstate, s->dstate * sizeof(double));
+  }
+  if (st == SF_OK) {
+    sf_convert_to_float(s->dtype, c->t[OUT].host, (int64_t)n_out, got);
+    result->out_error = relerr_f32(got, ref_out, n_out);
+    result->last_state_error = relerr_f32(c->t[LAST].host, ref_last, n_state);
+    result->saved_error = relerr_f32(c->t[SAVED].host, ref_saved, n_state * (size_t)nsaved);
+    result->bar = sf_check_forward_bar(s->dtype);
+    result->passed = result->out_error <= result->bar && result->last_state_error <= result->bar &&
+                     result->saved_error <= result->bar;
+  }
+  free(ref_out);
+  free(ref_last);
+  free(ref_saved);
+  free(state);
+  free(got);
+  return st;
+}
+
+sf_status sf_check_fwd(sf_context *ctx, const sf_check_shape *s, const sf_launch *launch,
+                       uint64_t seed, sf_check_result *result) {
+  if (!s || !launch || !result) return sf_fail(SF_EINVAL, "sf_check_fwd: shape, launch and result must not be NULL");
+  if (s->batch < 1 || s->dim < 1 || s->seqlen < 1 || s->batch * s->dim * s->seqlen > (1LL << 31))
+    return sf_fail(SF_EINVAL, "check shape: batch, dim and seqlen must be >= 1 with at most 2^31 elements, got %lld x %lld x %lld",
+                   (long long)s->batch, (long long)s->dim, (long long)s->seqlen);
+  memset(result, 0, sizeof *result);
+  sf_ref_problem shape = {
+      .batch = (int)s->batch, .dim = (int)s->dim, .seqlen = (int)s->seqlen, .dstate = s->dstate,
+      .groups = s->groups, .B_var = !s->B_fixed, .C_var = !s->C_fixed, .has_D = s->D,
+      .has_z = s->z, .has_delta_bias = s->delta_bias, .softplus = s->softplus, .has_h0 = s->h0};
+  if (s->groups < 1 || s->dim % s->groups != 0)
+    return sf_fail(SF_EINVAL, "check shape: groups (%d) must divide dim (%lld)", s->groups, (long long)s->dim);
+  if (s->dstate < 1 || s->dstate > 256)
+    return sf_fail(SF_EINVAL, "check shape: dstate must be in 1..256, got %d", s->dstate);
+  random_problem rp;
+  if (!random_problem_make(&rp, &shape, RANDOM_A_NEG_EXP_UNIFORM, seed))
+    return sf_fail(SF_ENOMEM, "check: out of memory for the inputs");
+  sf_status st = SF_OK;
+  const size_t n_seq = sf_ref_size_u(&rp.p), n_state = sf_ref_size_state(&rp.p);
+  const size_t nsaved = (size_t)sf_scan_saved_states(s->seqlen);
+  round_to(s->dtype, rp.u, n_seq);
+  round_to(s->dtype, rp.delta, n_seq);
+  if (s->z) round_to(s->dtype, rp.z, n_seq);
+  if (!s->B_fixed) round_to(s->dtype, rp.B, sf_ref_size_B(&rp.p));
+  if (!s->C_fixed) round_to(s->dtype, rp.C, sf_ref_size_C(&rp.p));
+
+  call c = {0};
+  bool ok = make_typed(&c.t[U], s->dtype, rp.u, n_seq) && make_typed(&c.t[DELTA], s->dtype, rp.delta, n_seq) &&
+            make_typed(&c.t[A_], SF_FP32, rp.A, sf_ref_size_A(&rp.p)) &&
+            make_typed(&c.t[B_], s->B_fixed ? SF_FP32 : s->dtype, rp.B, sf_ref_size_B(&rp.p)) &&
+            make_typed(&c.t[C_], s->C_fixed ? SF_FP32 : s->dtype, rp.C, sf_ref_size_C(&rp.p)) &&
+            (!s->D || make_typed(&c.t[D_], SF_FP32, rp.D, (size_t)s->dim)) &&
+            (!s->delta_bias || make_typed(&c.t[BIAS], SF_FP32, rp.delta_bias, (size_t)s->dim)) &&
+            (!s->z || make_typed(&c.t[Z], s->dtype, rp.z, n_seq)) &&
+            (!s->h0 || make_typed(&c.t[H0], SF_FP32, rp.h0, n_state)) &&
+            make_poisoned(&c.t[OUT], s->dtype, n_seq) && make_poisoned(&c.t[LAST], SF_FP32, n_state) &&
+            make_poisoned(&c.t[SAVED], SF_FP32, n_state * nsaved);
+  for (int i = 0; i < TENSORS; i++) c.present[i] = c.t[i].host != NULL;
+  const sf_cu *cu = NULL;
+  if (!ok) st = sf_fail(SF_ENOMEM, "check: out of memory for the inputs");
+  CUstream stream = NULL;
+  if (st == SF_OK && !launch->on_host) {
+    CUcontext context;
+    st = sf_cu_load(&cu);
+    if (st == SF_OK) st = sf_cu_current_context(0, &context);
+    if (st == SF_OK) st = upload(&c, cu);
+    if (st == SF_OK) st = sf_cu_check(cu->StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  }
+  if (st == SF_OK) {
+    const bool dev = !launch->on_host;
+    sf_scan_fwd_args a = {
+        .batch = s->batch, .dim = s->dim, .seqlen = s->seqlen, .dstate = s->dstate,
+        .groups = s->groups, .dtype = s->dtype, .delta_softplus = s->softplus,
+        .u = where(&c, U, dev), .delta = where(&c, DELTA, dev), .A = where(&c, A_, dev),
+        .B = where(&c, B_, dev), .B_var = !s->B_fixed, .C = where(&c, C_, dev), .C_var = !s->C_fixed,
+        .D = where(&c, D_, dev), .delta_bias = where(&c, BIAS, dev), .z = where(&c, Z, dev),
+        .h0 = where(&c, H0, dev), .out = (void *)where(&c, OUT, dev),
+        .last_state = (float *)where(&c, LAST, dev), .saved_states = (float *)where(&c, SAVED, dev)};
+    sf_launch run = *launch;
+    if (dev) {
+      run.stream = stream;
+      st = sf_scan_fwd_variant(&a, launch, &result->variant);
+    }
+    if (st == SF_OK) st = sf_scan_fwd(ctx, &a, &run);
+    if (st == SF_OK && dev) st = sf_cu_check(cu->StreamSynchronize(stream), "cuStreamSynchronize");
+    for (int i = OUT; i < TENSORS && st == SF_OK && dev; i++)
+      st = sf_cu_check(cu->MemcpyDtoH(c.t[i].host, c.t[i].device, c.t[i].bytes), "cuMemcpyDtoH");
+  }
+  if (st == SF_OK) st = compare(&c, &rp, s, result);
+  if (stream) cu->StreamDestroy(stream);
+  free_call(&c, cu);
+  random_problem_free(&rp);
+  return st;
+}

@@ -1,0 +1,111 @@
+/* test_fwd_gpu.c: the forward kernels on the GPU against the float64 reference (skips without a GPU). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "runtime/check.h"
+#include "scanforge/scanforge.h"
+
+static sf_context *ctx;
+
+static void setup(void) {
+  int count = 0;
+  if (sf_device_count(&count) != SF_OK || count == 0) return;
+  cr_assert_eq(sf_context_create(&(sf_context_options){.cache_memory_only = false}, &ctx), SF_OK,
+               "%s", sf_last_error());
+}
+
+static void teardown(void) { sf_context_destroy(ctx); }
+
+static void skip_without_gpu(void) {
+  if (!ctx) cr_skip_test("no CUDA device or driver: %s", sf_last_error());
+}
+
+typedef struct flag_set {
+  const char *name;
+  bool z, D, delta_bias, softplus, B_fixed, C_fixed, h0;
+  int groups;
+} flag_set;
+
+static const flag_set flag_sets[] = {
+    {"all, groups 2, h0", true, true, true, true, false, false, true, 2},
+    {"none", false, false, false, false, false, false, false, 1},
+    {"fixed B, D", false, true, false, false, true, false, false, 1},
+    {"fixed C, z, softplus, bias, h0", true, false, true, true, false, true, true, 2},
+    {"fixed B and C, softplus, bias", false, true, true, true, true, true, false, 1},
+};
+
+static int run_matrix(sf_dtype dtype, int dstate) {
+  static const int64_t lengths[] = {1, 7, 49, 196, 2047, 2049, 4096};
+  int failures = 0;
+  uint64_t seed = 1000u * (unsigned)dtype + (unsigned)dstate;
+  for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+    for (size_t f = 0; f < sizeof flag_sets / sizeof flag_sets[0]; f++) {
+      const flag_set *fs = &flag_sets[f];
+      sf_check_shape shape = {
+          .batch = 2, .dim = 6, .seqlen = lengths[l], .dstate = dstate, .groups = fs->groups,
+          .dtype = dtype, .z = fs->z, .D = fs->D, .delta_bias = fs->delta_bias,
+          .softplus = fs->softplus, .B_fixed = fs->B_fixed, .C_fixed = fs->C_fixed, .h0 = fs->h0};
+      sf_launch launch = {0};
+      sf_check_result r;
+      sf_status st = sf_check_fwd(ctx, &shape, &launch, seed++, &r);
+      cr_expect_eq(st, SF_OK, "%s N=%d L=%lld [%s]: %s", sf_dtype_name(dtype), dstate,
+                   (long long)lengths[l], fs->name, sf_last_error());
+      if (st != SF_OK) { failures++; continue; }
+      char spec[512];
+      sf_variant_format(&r.variant, spec, sizeof spec);
+      cr_expect(r.passed, "%s N=%d L=%lld [%s] %s: out %.3g, last_state %.3g, saved %.3g (bar %.0e)",
+                sf_dtype_name(dtype), dstate, (long long)lengths[l], fs->name, spec, r.out_error,
+                r.last_state_error, r.saved_error, r.bar);
+      failures += !r.passed;
+    }
+  return failures;
+}
+
+#define DTYPE_DSTATE_TEST(dtype, name, n) \
+  Test(fwd_gpu, name##_dstate_##n, .init = setup, .fini = teardown, .timeout = 300) { \
+    skip_without_gpu();                                                           \
+    cr_expect_eq(run_matrix(dtype, n), 0);                                        \
+  }
+
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 1)
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 8)
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 16)
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 64)
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 256)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 1)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 8)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 16)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 64)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 256)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 1)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 8)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 16)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 64)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 256)
+
+/* Every launch configuration the templates offer, on shapes with several chunks and
+ * channels that do not fill the last block. */
+Test(fwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout = 300) {
+  skip_without_gpu();
+  static const char *const configs[] = {
+      "threads=1,items=1,channels=32",  "threads=4,items=3,channels=8",
+      "threads=8,items=8,channels=16",  "threads=32,items=1,channels=1",
+      "threads=32,items=16,channels=4", "threads=32,items=32,channels=2",
+      "threads=64,items=4,channels=2",  "threads=128,items=16,channels=1",
+      "threads=256,items=5,channels=1", "threads=1024,items=2,channels=1"};
+  static const int64_t lengths[] = {1, 100, 3000, 5000};
+  uint64_t seed = 77;
+  for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++)
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+      sf_check_shape shape = {.batch = 3, .dim = 5, .seqlen = lengths[l], .dstate = 16, .groups = 1,
+                              .dtype = SF_FP32, .z = true, .D = true, .delta_bias = true,
+                              .softplus = true, .h0 = true};
+      sf_launch launch = {.spec = configs[k]};
+      sf_check_result r;
+      sf_status st = sf_check_fwd(ctx, &shape, &launch, seed++, &r);
+      cr_expect_eq(st, SF_OK, "%s L=%lld: %s", configs[k], (long long)lengths[l], sf_last_error());
+      if (st == SF_OK)
+        cr_expect(r.passed, "%s L=%lld: out %.3g, last_state %.3g, saved %.3g", configs[k],
+                  (long long)lengths[l], r.out_error, r.last_state_error, r.saved_error);
+    }
+}
