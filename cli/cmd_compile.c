@@ -1,9 +1,216 @@
-/* cmd_compile.c: scanforge compile SPEC --arch sm_XY [-o FILE] (placeholder until NVRTC lands). */
+/* cmd_compile.c: scanforge compile: a variant (or a CUDA file) -> cubin or PTX, and its resource report. */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/commands.h"
+#include "generator/generator.h"
+#include "runtime/compile.h"
+#include "scanforge/scanforge.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: scanforge compile SPEC --arch sm_XY [-o FILE] [--ptx] [--log]\n"
+          "       scanforge compile --source FILE.cu --arch sm_XY [-o FILE] [--ptx] [--log]\n"
+          "       scanforge compile --list-archs\n"
+          "\n"
+          "Generates the CUDA source of the variant SPEC, compiles it with NVRTC and prints\n"
+          "the binary's size, registers, spills, shared memory, stack and compile time.\n"
+          "\n"
+          "  SPEC               variant spec; omitted keys take their defaults\n"
+          "  -a, --arch ARCH    target GPU: sm_75, sm_90, ... (or just 90); required\n"
+          "  -o, --output FILE  write the cubin (or PTX) to FILE; default: no file, report only\n"
+          "      --ptx          emit PTX for compute_XY instead of a cubin\n"
+          "      --source FILE  compile this CUDA file instead of generating SPEC ('-': stdin)\n"
+          "      --log          print the whole NVRTC log (ptxas report); warnings always print\n"
+          "      --list-archs   print the archs this NVRTC can compile for, one a line\n"
+          "  -h, --help         this text\n"
+          "\n"
+          "example:\n"
+          "  scanforge compile op=fwd,dstate=16,dtype=bf16 --arch sm_90 -o scan_fwd.cubin\n"
+          "  scanforge gen op=fwd,dstate=16 > k.cu && scanforge compile --source k.cu --arch sm_80\n"
+          "\n"
+          "exit status: 0 compiled, 1 failed (the NVRTC log and the source lines in error go\n"
+          "to stderr), 2 bad usage.\n");
+}
+
+static int usage_error(const char *what, const char *detail) {
+  fprintf(stderr, "scanforge compile: %s%s\n(see 'scanforge compile --help')\n", what, detail);
+  return 2;
+}
+
+/* "sm_90", "compute_90" or "90" -> 90; 0 when it is none of those. */
+static int parse_arch(const char *text) {
+  if (strncmp(text, "sm_", 3) == 0)
+    text += 3;
+  else if (strncmp(text, "compute_", 8) == 0)
+    text += 8;
+  char *end;
+  long arch = strtol(text, &end, 10);
+  return (*text && !*end && arch > 0 && arch < 10000) ? (int)arch : 0;
+}
+
+static int list_archs(void) {
+  int count = 0;
+  if (sf_nvrtc_archs(NULL, 0, &count) != SF_OK) return cli_fail("compile", "cannot list archs");
+  int *archs = calloc((size_t)count + 1, sizeof *archs);
+  if (!archs || sf_nvrtc_archs(archs, count, &count) != SF_OK) {
+    free(archs);
+    return cli_fail("compile", "cannot list archs");
+  }
+  for (int i = 0; i < count; i++) printf("sm_%d\n", archs[i]);
+  free(archs);
+  return 0;
+}
+
+/* Reads a whole file ("-": stdin) into a new NUL-terminated buffer; NULL on failure. */
+static char *read_text(const char *path) {
+  FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!in) return NULL;
+  size_t length = 0, capacity = 1 << 16;
+  char *text = malloc(capacity);
+  for (size_t got = 1; text && got > 0;) {
+    if (capacity - length < 2) {
+      char *grown = realloc(text, capacity * 2);
+      if (!grown) {
+        free(text);
+        text = NULL;
+        break;
+      }
+      text = grown;
+      capacity *= 2;
+    }
+    got = fread(text + length, 1, capacity - length - 1, in);
+    length += got;
+  }
+  int failed = ferror(in);
+  if (in != stdin) fclose(in);
+  if (!text || failed) {
+    free(text);
+    return NULL;
+  }
+  text[length] = '\0';
+  return text;
+}
+
+/* The variant's generated source, or NULL with the reason already printed. */
+static char *generate(const char *spec, sf_variant *variant, char *canonical, size_t capacity) {
+  if (sf_variant_parse(spec, variant) != SF_OK || sf_variant_validate(variant) != SF_OK) {
+    cli_fail("compile", "bad variant");
+    return NULL;
+  }
+  sf_variant_format(variant, canonical, capacity);
+  char *source = NULL;
+  size_t length;
+  if (sf_generate(variant, &source, &length) != SF_OK) {
+    cli_fail("compile", "cannot generate the source");
+    return NULL;
+  }
+  return source;
+}
+
+static int write_binary(const char *path, const sf_binary *b) {
+  FILE *out = fopen(path, "wb");
+  if (!out) {
+    perror(path);
+    return 0;
+  }
+  int ok = fwrite(b->data, 1, b->size, out) == b->size;
+  ok = (fclose(out) == 0) && ok;
+  if (!ok) {
+    perror(path);
+    remove(path); /* no half-written cubin left behind */
+  }
+  return ok;
+}
+
+static void print_bytes_field(const char *name, int value) {
+  if (value >= 0)
+    printf("%-10s %d bytes\n", name, value);
+  else
+    printf("%-10s unknown\n", name);
+}
+
+static void report(const char *what, const sf_binary *b, const char *output) {
+  printf("%-10s %s\n", "compiled", what);
+  printf("%-10s %s_%d\n", "arch", b->is_ptx ? "compute" : "sm", b->arch);
+  printf("%-10s %zu bytes of %s%s%s\n", "size", b->size, b->is_ptx ? "PTX" : "cubin",
+         output ? " -> " : "", output ? output : "");
+  if (b->registers >= 0)
+    printf("%-10s %d\n", "registers", b->registers);
+  else
+    printf("%-10s unknown\n", "registers");
+  if (b->spill_stores >= 0 && b->spill_loads >= 0)
+    printf("%-10s %d bytes stored, %d bytes loaded\n", "spills", b->spill_stores, b->spill_loads);
+  else
+    printf("%-10s unknown\n", "spills");
+  print_bytes_field("shared", b->shared_bytes);
+  print_bytes_field("stack", b->stack_bytes);
+  printf("%-10s %.1f ms\n", "time", b->compile_ms);
+}
 
 int cmd_compile(int argc, char **argv) {
-  fprintf(stderr, "scanforge compile: not built yet\n");
-  return 1;
+  enum { OPT_PTX = 256, OPT_SOURCE, OPT_LOG, OPT_LIST_ARCHS };
+  static const struct option options[] = {
+      {"arch", required_argument, NULL, 'a'},       {"output", required_argument, NULL, 'o'},
+      {"ptx", no_argument, NULL, OPT_PTX},          {"source", required_argument, NULL, OPT_SOURCE},
+      {"log", no_argument, NULL, OPT_LOG},          {"list-archs", no_argument, NULL, OPT_LIST_ARCHS},
+      {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+  };
+  const char *arch_text = NULL, *output = NULL, *source_path = NULL;
+  int want_ptx = 0, show_log = 0, want_list = 0;
+  optind = 1;
+  opterr = 0; /* we word the usage errors ourselves */
+  for (int c; (c = getopt_long(argc, argv, ":a:o:h", options, NULL)) != -1;) {
+    switch (c) {
+      case 'a': arch_text = optarg; break;
+      case 'o': output = optarg; break;
+      case OPT_PTX: want_ptx = 1; break;
+      case OPT_SOURCE: source_path = optarg; break;
+      case OPT_LOG: show_log = 1; break;
+      case OPT_LIST_ARCHS: want_list = 1; break;
+      case 'h': usage(stdout); return 0;
+      case ':': return usage_error("missing the value of ", argv[optind - 1]);
+      default: return usage_error("unknown option ", argv[optind - 1]);
+    }
+  }
+  if (want_list) return optind == argc ? list_archs() : usage_error("--list-archs takes no SPEC", "");
+
+  const char *spec = optind < argc ? argv[optind] : NULL;
+  if (optind + 1 < argc) return usage_error("more than one SPEC", "");
+  if (!spec && !source_path) return usage_error("missing SPEC (or --source FILE)", "");
+  if (spec && source_path) return usage_error("give a SPEC or --source, not both", "");
+  if (!arch_text) return usage_error("missing --arch (e.g. --arch sm_90; --list-archs lists them)", "");
+  int arch = parse_arch(arch_text);
+  if (!arch) return usage_error("--arch expects sm_XY, e.g. sm_90", "");
+
+  char what[1024];
+  char *source;
+  const char *source_name;
+  if (source_path) {
+    source = read_text(source_path);
+    if (!source) {
+      perror(source_path);
+      return 1;
+    }
+    source_name = strcmp(source_path, "-") == 0 ? "stdin.cu" : source_path;
+    snprintf(what, sizeof what, "%s", source_name);
+  } else {
+    sf_variant variant;
+    source = generate(spec, &variant, what, sizeof what);
+    if (!source) return 1;
+    source_name = variant.op == SF_OP_FWD ? "scan_fwd.cu" : "scan_bwd.cu";
+  }
+
+  sf_binary binary;
+  sf_status status = sf_compile(source, source_name, arch, want_ptx, &binary);
+  free(source);
+  if (status != SF_OK) return cli_fail("compile", "compilation failed");
+  if (show_log || strstr(binary.log, "warning"))
+    fprintf(stderr, "%s", binary.log); /* warnings matter to a template author */
+  int ok = !output || write_binary(output, &binary);
+  if (ok) report(what, &binary, output);
+  sf_binary_free(&binary);
+  return ok ? 0 : 1;
 }
