@@ -6,7 +6,7 @@
 
 #include "runtime/error.h"
 
-enum { MIN_INTERVAL = 64, MAX_INTERVAL = 2048, MAX_DSTATE = 256 };
+enum { MIN_INTERVAL = 64, MAX_INTERVAL = 512, MAX_DSTATE = 256 };
 
 int64_t sf_scan_state_interval(int64_t seqlen) {
   int64_t interval = MIN_INTERVAL;

@@ -235,15 +235,15 @@ Test(validate, nothing_to_do_needs_no_pointers) {
 
 Test(validate, the_state_interval_and_count) {
   const int64_t L_values[] = {0, 1, 7, 64, 65, 196, 1024, 2047, 2048, 2049, 4096, 4097, 100000};
-  const int64_t interval[] = {64, 64, 64, 64, 128, 256, 1024, 2048, 2048, 2048, 2048, 2048, 2048};
-  const int64_t saved[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 49};
+  const int64_t interval[] = {64, 64, 64, 64, 128, 256, 512, 512, 512, 512, 512, 512, 512};
+  const int64_t saved[] = {0, 1, 1, 1, 1, 1, 2, 4, 4, 5, 8, 9, 196};
   for (size_t i = 0; i < sizeof L_values / sizeof L_values[0]; i++) {
     cr_expect_eq(sf_scan_state_interval(L_values[i]), interval[i], "interval(%lld)",
                  (long long)L_values[i]);
     cr_expect_eq(sf_scan_saved_states(L_values[i]), saved[i], "saved(%lld)",
                  (long long)L_values[i]);
   }
-  cr_expect_eq(sf_scan_saved_states(INT64_MAX), INT64_MAX / 2048 + 1);
+  cr_expect_eq(sf_scan_saved_states(INT64_MAX), INT64_MAX / 512 + 1);
 }
 
 Test(validate, resolve_fills_the_contiguous_strides) {

@@ -146,7 +146,7 @@ typedef struct sf_scan_fwd_args {
 } sf_scan_fwd_args;
 
 /* Time steps between saved states for a sequence of length L: the next power of two
- * >= L, clamped to 64..2048 (the chunk length of the backward pass). */
+ * >= L, clamped to 64..512 (the chunk length of the backward pass). */
 int64_t sf_scan_state_interval(int64_t seqlen);
 /* Saved states per (batch, channel): ceil(L / interval); 0 for L = 0. Saved state k is
  * the state after step t where (t + 1) % interval == 0 or t == L - 1, k = t / interval. */
