@@ -216,6 +216,39 @@ sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_la
  * canonical spec. */
 sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out);
 
+/* ---- the backward pass -----------------------------------------------------------
+ * Gradients of math.md's backward. The forward's arguments are given again (`fwd`: u,
+ * delta, A, B, C, D, delta_bias, z, h0, sizes and flags; its out and last_state are not
+ * read) together with the states that forward saved (fwd.saved_states, required).
+ * Gradients of activations are in T with their own strides (0 means contiguous);
+ * gradients of parameters are fp32 and contiguous: dA (dim, N); dB, dC variable
+ * (batch, G, N, L) or fixed (dim, N); dD, ddelta_bias (dim,); dh0 (batch, dim, N).
+ * Every gradient pointer may be NULL to skip it (dz, dD, ddelta_bias, dh0 must be NULL
+ * when the input is absent). Gradients are written, not accumulated. */
+typedef struct sf_scan_bwd_args {
+  sf_scan_fwd_args fwd;
+  const void *dout;
+  int64_t dout_batch_stride, dout_dim_stride;
+  const float *d_last_state; /* optional (batch, dim, N) */
+
+  void *du;
+  int64_t du_batch_stride, du_dim_stride;
+  void *ddelta;
+  int64_t ddelta_batch_stride, ddelta_dim_stride;
+  void *dz;
+  int64_t dz_batch_stride, dz_dim_stride;
+  float *dA, *dB, *dC, *dD, *ddelta_bias, *dh0;
+  bool deterministic; /* device: bitwise identical results from run to run */
+} sf_scan_bwd_args;
+
+/* Checks every argument of a backward call, naming the one that is wrong. */
+sf_status sf_scan_bwd_validate(const sf_scan_bwd_args *args);
+
+/* The backward selective scan, on the device (launch->stream) or the host. On the device
+ * dA, dB, dC, dD and ddelta_bias are accumulated with atomics into buffers this call
+ * first zeroes on the stream. */
+sf_status sf_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *args, const sf_launch *launch);
+
 #ifdef __cplusplus
 }
 #endif
