@@ -15,6 +15,7 @@ typedef struct sf_command {
 int cmd_variants(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* Prints "scanforge NAME: message" and the library's last error to stderr; returns 1. */
 int cli_fail(const char *command, const char *what);

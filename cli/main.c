@@ -9,6 +9,7 @@ static const sf_command commands[] = {
     {"variants", "print the default variant grid, one spec a line", cmd_variants},
     {"gen", "generate the CUDA source of a variant", cmd_gen},
     {"compile", "compile a variant to a cubin with NVRTC", cmd_compile},
+    {"check", "run one forward call and compare it with the float64 reference", cmd_check},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 

@@ -1,0 +1,37 @@
+/* scan_common.h: what the check, bench and demo commands share: parsing, clocks, check reports. */
+#ifndef SCANFORGE_CLI_SCAN_COMMON_H
+#define SCANFORGE_CLI_SCAN_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/check.h"
+#include "scanforge/scanforge.h"
+
+/* "BATCH,DIM,L,N": four positive integers, N at most 256. False on anything else. */
+bool cli_parse_shape(const char *text, int64_t shape[4]);
+/* A decimal integer in 1..max, the whole text. */
+bool cli_parse_positive(const char *text, long long max, long long *out);
+/* "fp32", "fp16" or "bf16". */
+bool cli_parse_dtype(const char *text, sf_dtype *out);
+
+/* Monotonic wall clock in milliseconds. */
+double cli_now_ms(void);
+
+/* True when a CUDA device can be used; otherwise why not goes to why[]. */
+bool cli_gpu_available(char *why, size_t cap);
+
+/* The variant a device check of this shape runs (spec may be NULL), validated. */
+sf_status cli_check_variant(const sf_check_shape *shape, const char *spec, sf_variant *out);
+
+/* "compiled by NVRTC", "read from the disk cache", ... */
+const char *cli_origin_text(sf_kernel_origin origin);
+
+/* "batch 64, dim 160, L 196, N 8, groups 1, bf16; D, delta_bias, softplus, B var, C var" */
+void cli_describe_shape(const sf_check_shape *shape, char *buf, size_t cap);
+
+/* Prints one line per output (error, bar, PASS/FAIL), each line starting with `indent`. */
+void cli_print_check(const sf_check_result *result, const char *indent);
+
+#endif
