@@ -35,4 +35,23 @@ typedef struct sf_fwd_params {
   int nsaved;         /* ceil(seqlen / state_interval) */
 } sf_fwd_params;
 
+/* The backward kernel's arguments: the forward's inputs (out and last_state unused),
+ * what the forward saved, and the gradients. */
+typedef struct sf_bwd_params {
+  sf_fwd_params f;
+  const void *dout; /* (batch, dim, L) in T */
+  long long dout_batch_stride, dout_dim_stride;
+  const float *d_last_state; /* (batch, dim, N) or NULL */
+  void *du;                  /* (batch, dim, L) in T, or NULL */
+  void *ddelta;
+  void *dz;
+  long long du_batch_stride, du_dim_stride;
+  long long ddelta_batch_stride, ddelta_dim_stride;
+  long long dz_batch_stride, dz_dim_stride;
+  /* fp32, zeroed before the launch, accumulated with atomics: dA (dim, N); dB, dC
+   * variable (batch, G, N, L) or fixed (dim, N); dD, ddelta_bias (dim,) */
+  float *dA, *dB, *dC, *dD, *ddelta_bias;
+  float *dh0; /* (batch, dim, N), written */
+} sf_bwd_params;
+
 #endif

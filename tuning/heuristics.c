@@ -25,6 +25,24 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int64_t s
   v->channels = channels;
 }
 
+void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen) {
+  const int interval = (int)sf_scan_state_interval(seqlen);
+  int items = interval >= 512 ? 8 : 8;
+  int threads = interval / items;
+  int channels = threads >= 64 ? 4 : 128 / threads;
+  const int64_t per_group = groups > 0 ? dim / groups : dim;
+  while (channels > 1 && per_group % channels != 0) channels /= 2;
+  /* A block must fill whole warps: with few channels, give each more threads. */
+  while (threads * channels < 32 && threads < interval) {
+    threads *= 2;
+    items = interval / threads;
+  }
+  (void)batch;
+  v->threads = threads;
+  v->items = items;
+  v->channels = channels;
+}
+
 static bool same_variant(const sf_variant *a, const sf_variant *b) {
   char sa[512], sb[512];
   sf_variant_format(a, sa, sizeof sa);

@@ -10,6 +10,11 @@
  * a call of the given shape. */
 void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen);
 
+/* Sets threads, items and channels of a backward variant: threads x items is the state
+ * interval of the sequence; channels divides the channels of a group (dim / groups) so a
+ * block's channels share their B and C rows. */
+void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen);
+
 /* The default variant grid: the variants the heuristics pick for the shapes of
  * performance.md and MambaVision, without duplicates. Writes up to `capacity` variants
  * and returns how many there are. */
