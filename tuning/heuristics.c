@@ -29,7 +29,8 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   const int interval = (int)sf_scan_state_interval(seqlen);
   int items = interval >= 512 ? 8 : 8;
   int threads = interval / items;
-  int channels = threads >= 64 ? 4 : 128 / threads;
+  /* Large states fill shared memory with per-channel sums: one channel per block. */
+  int channels = v->dstate > 64 ? 1 : threads >= 64 ? 4 : 128 / threads;
   const int64_t per_group = groups > 0 ? dim / groups : dim;
   while (channels > 1 && per_group % channels != 0) channels /= 2;
   /* A block must fill whole warps: with few channels, give each more threads. */

@@ -1,0 +1,135 @@
+/* scan_bwd_gpu.c: the backward on the device: choose the variant, zero the sums, launch. */
+#include "runtime/scan_bwd_gpu.h"
+
+#include <limits.h>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/error.h"
+#include "runtime/kernel_params.h"
+#include "runtime/kernels.h"
+#include "runtime/module.h"
+#include "tuning/heuristics.h"
+
+enum { MAX_BATCH_PER_LAUNCH = 65535 };
+
+static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *out) {
+  const sf_scan_fwd_args *f = &r->fwd;
+  sf_variant v = sf_variant_default();
+  v.op = SF_OP_BWD;
+  v.dtype = f->dtype;
+  v.dstate = f->dstate;
+  v.has_z = f->z != NULL;
+  v.has_D = f->D != NULL;
+  v.has_delta_bias = f->delta_bias != NULL;
+  v.softplus = f->delta_softplus;
+  v.B_var = f->B_var;
+  v.C_var = f->C_var;
+  sf_heuristic_configure_bwd(&v, f->batch, f->dim, f->groups, f->seqlen);
+  if (launch->spec) {
+    sf_variant requested = v;
+    sf_status st = sf_variant_apply(launch->spec, &requested);
+    if (st != SF_OK) return sf_fail_context(st, "launch spec");
+    if (requested.op != SF_OP_BWD || requested.dtype != v.dtype || requested.dstate != v.dstate ||
+        requested.has_z != v.has_z || requested.has_D != v.has_D ||
+        requested.has_delta_bias != v.has_delta_bias || requested.softplus != v.softplus ||
+        requested.B_var != v.B_var || requested.C_var != v.C_var)
+      return sf_fail(SF_EINVAL, "launch spec '%s': may set threads, items and channels only", launch->spec);
+    v = requested;
+  }
+  if (v.threads * v.items != sf_scan_state_interval(f->seqlen))
+    return sf_fail(SF_EINVAL, "backward variant: threads x items (%d x %d) must equal the state interval %lld of L = %lld",
+                   v.threads, v.items, (long long)sf_scan_state_interval(f->seqlen), (long long)f->seqlen);
+  if ((v.B_var || v.C_var) && (f->dim / f->groups) % v.channels != 0)
+    return sf_fail(SF_EINVAL, "backward variant: channels (%d) must divide the channels of a group (%lld)",
+                   v.channels, (long long)(f->dim / f->groups));
+  *out = v;
+  return SF_OK;
+}
+
+static sf_status zero(const sf_cu *cu, float *p, int64_t count, CUstream stream) {
+  if (!p || count == 0) return SF_OK;
+  return sf_cu_check(cu->MemsetD32Async((CUdeviceptr)(uintptr_t)p, 0, (size_t)count, stream), "cuMemsetD32Async");
+}
+
+static const char *advance(const void *p, int64_t elements, int element_size) {
+  return p ? (const char *)p + elements * element_size : NULL;
+}
+
+sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch) {
+  const sf_scan_fwd_args *f = &r->fwd;
+  if (f->seqlen > INT_MAX || f->dim > INT_MAX)
+    return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
+                   (long long)f->seqlen, (long long)f->dim);
+  if (r->deterministic)
+    return sf_fail(SF_EUNSUPPORTED, "the deterministic backward is not available on the GPU yet");
+  sf_variant v;
+  sf_status st = variant_for(r, launch, &v);
+  if (st != SF_OK) return st;
+  const sf_kernel *kernel;
+  st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
+  if (st != SF_OK) return st;
+  const unsigned block = (unsigned)(v.threads * v.channels);
+  st = sf_kernel_check_launch(kernel, block, 0);
+  if (st != SF_OK) return st;
+  const sf_cu *cu;
+  st = sf_cu_load(&cu);
+  if (st != SF_OK) return st;
+  CUstream stream = (CUstream)launch->stream;
+
+  const int64_t N = f->dstate, L = f->seqlen;
+  const int64_t var_size = f->batch * f->groups * N * L, fixed_size = f->dim * N;
+  st = zero(cu, r->dA, f->dim * N, stream);
+  if (st == SF_OK) st = zero(cu, r->dB, f->B_var ? var_size : fixed_size, stream);
+  if (st == SF_OK) st = zero(cu, r->dC, f->C_var ? var_size : fixed_size, stream);
+  if (st == SF_OK) st = zero(cu, r->dD, f->dim, stream);
+  if (st == SF_OK) st = zero(cu, r->ddelta_bias, f->dim, stream);
+  if (st != SF_OK) return st;
+
+  const int es = sf_dtype_size(f->dtype);
+  const int64_t nsaved = sf_scan_saved_states(L);
+  const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
+  for (int64_t b0 = 0; b0 < f->batch; b0 += MAX_BATCH_PER_LAUNCH) {
+    const int64_t rows = f->batch - b0 < MAX_BATCH_PER_LAUNCH ? f->batch - b0 : MAX_BATCH_PER_LAUNCH;
+    const int64_t state_offset = b0 * f->dim * N;
+    sf_bwd_params p = {
+        .f = {
+            .u = advance(f->u, b0 * f->u_batch_stride, es),
+            .delta = advance(f->delta, b0 * f->delta_batch_stride, es),
+            .z = advance(f->z, b0 * f->z_batch_stride, es),
+            .u_batch_stride = f->u_batch_stride, .u_dim_stride = f->u_dim_stride,
+            .delta_batch_stride = f->delta_batch_stride, .delta_dim_stride = f->delta_dim_stride,
+            .z_batch_stride = f->z_batch_stride, .z_dim_stride = f->z_dim_stride,
+            .B = f->B_var ? advance(f->B, b0 * f->B_batch_stride, es) : f->B,
+            .C = f->C_var ? advance(f->C, b0 * f->C_batch_stride, es) : f->C,
+            .B_batch_stride = f->B_batch_stride, .B_group_stride = f->B_group_stride,
+            .B_state_stride = f->B_state_stride,
+            .C_batch_stride = f->C_batch_stride, .C_group_stride = f->C_group_stride,
+            .C_state_stride = f->C_state_stride,
+            .A = f->A, .D = f->D, .delta_bias = f->delta_bias,
+            .h0 = f->h0 ? f->h0 + state_offset : NULL,
+            .saved_states = f->saved_states + state_offset * nsaved,
+            .batch = (int)rows, .dim = (int)f->dim, .seqlen = (int)L, .groups = f->groups,
+            .state_interval = (int)sf_scan_state_interval(L), .nsaved = (int)nsaved,
+        },
+        .dout = advance(r->dout, b0 * r->dout_batch_stride, es),
+        .dout_batch_stride = r->dout_batch_stride, .dout_dim_stride = r->dout_dim_stride,
+        .d_last_state = r->d_last_state ? r->d_last_state + state_offset : NULL,
+        .du = (void *)advance(r->du, b0 * r->du_batch_stride, es),
+        .ddelta = (void *)advance(r->ddelta, b0 * r->ddelta_batch_stride, es),
+        .dz = (void *)advance(r->dz, b0 * r->dz_batch_stride, es),
+        .du_batch_stride = r->du_batch_stride, .du_dim_stride = r->du_dim_stride,
+        .ddelta_batch_stride = r->ddelta_batch_stride, .ddelta_dim_stride = r->ddelta_dim_stride,
+        .dz_batch_stride = r->dz_batch_stride, .dz_dim_stride = r->dz_dim_stride,
+        .dA = r->dA, .dD = r->dD, .ddelta_bias = r->ddelta_bias,
+        .dB = f->B_var && r->dB ? r->dB + b0 * f->groups * N * L : r->dB,
+        .dC = f->C_var && r->dC ? r->dC + b0 * f->groups * N * L : r->dC,
+        .dh0 = r->dh0 ? r->dh0 + state_offset : NULL,
+    };
+    void *params[] = {&p};
+    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, 1, block, 1, 1, 0,
+                                      stream, params, NULL),
+                     "cuLaunchKernel(sf_scan_bwd)");
+    if (st != SF_OK) return st;
+  }
+  return SF_OK;
+}

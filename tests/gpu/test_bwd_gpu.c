@@ -1,0 +1,115 @@
+/* test_bwd_gpu.c: every gradient of the GPU backward against the float64 reference (skips without a GPU). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/check.h"
+#include "scanforge/scanforge.h"
+
+static sf_context *ctx;
+
+static void setup(void) {
+  int count = 0;
+  if (sf_device_count(&count) != SF_OK || count == 0) return;
+  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
+}
+
+static void teardown(void) { sf_context_destroy(ctx); }
+
+static void skip_without_gpu(void) {
+  if (!ctx) cr_skip_test("no CUDA device or driver: %s", sf_last_error());
+}
+
+typedef struct flag_set {
+  const char *name;
+  bool z, D, delta_bias, softplus, B_fixed, C_fixed, h0, d_last_state;
+  int groups;
+} flag_set;
+
+static const flag_set flag_sets[] = {
+    {"all, groups 2, h0, d_last_state", true, true, true, true, false, false, true, true, 2},
+    {"none", false, false, false, false, false, false, false, false, 1},
+    {"fixed B, D, d_last_state", false, true, false, false, true, false, false, true, 1},
+    {"fixed C, z, softplus, bias, h0", true, false, true, true, false, true, true, false, 2},
+    {"fixed B and C, softplus, bias, h0, d_last_state", false, true, true, true, true, true, true, true, 1},
+};
+
+static void describe(char *buf, size_t cap, const sf_check_bwd_result *r) {
+  size_t used = 0;
+  for (int i = 0; i < r->count && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s %.2g ", r->grads[i].name, r->grads[i].error);
+}
+
+static int run_matrix(sf_dtype dtype, int dstate) {
+  static const int64_t lengths[] = {1, 49, 196, 2047, 2049, 4096};
+  int failures = 0;
+  uint64_t seed = 5000u + 1000u * (unsigned)dtype + (unsigned)dstate;
+  for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+    for (size_t f = 0; f < sizeof flag_sets / sizeof flag_sets[0]; f++) {
+      const flag_set *fs = &flag_sets[f];
+      sf_check_shape shape = {
+          .batch = 2, .dim = 8, .seqlen = lengths[l], .dstate = dstate, .groups = fs->groups,
+          .dtype = dtype, .z = fs->z, .D = fs->D, .delta_bias = fs->delta_bias,
+          .softplus = fs->softplus, .B_fixed = fs->B_fixed, .C_fixed = fs->C_fixed, .h0 = fs->h0,
+          .d_last_state = fs->d_last_state};
+      sf_launch launch = {0};
+      sf_check_bwd_result r;
+      sf_status st = sf_check_bwd(ctx, &shape, &launch, seed++, &r);
+      cr_expect_eq(st, SF_OK, "%s N=%d L=%lld [%s]: %s", sf_dtype_name(dtype), dstate,
+                   (long long)lengths[l], fs->name, sf_last_error());
+      if (st != SF_OK) { failures++; continue; }
+      char errors[512] = "";
+      describe(errors, sizeof errors, &r);
+      cr_expect(r.passed, "%s N=%d L=%lld [%s]: %s(bar %.0e)", sf_dtype_name(dtype), dstate,
+                (long long)lengths[l], fs->name, errors, r.bar);
+      failures += !r.passed;
+    }
+  return failures;
+}
+
+#define DTYPE_DSTATE_TEST(dtype, name, n) \
+  Test(bwd_gpu, name##_dstate_##n, .init = setup, .fini = teardown, .timeout = 300) { \
+    skip_without_gpu();                                                           \
+    cr_expect_eq(run_matrix(dtype, n), 0);                                        \
+  }
+
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 1)
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 8)
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 16)
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 64)
+DTYPE_DSTATE_TEST(SF_FP32, fp32, 256)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 1)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 8)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 16)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 64)
+DTYPE_DSTATE_TEST(SF_FP16, fp16, 256)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 1)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 8)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 16)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 64)
+DTYPE_DSTATE_TEST(SF_BF16, bf16, 256)
+
+/* The launch configurations of the backward template (threads x items = the interval). */
+Test(bwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout = 300) {
+  skip_without_gpu();
+  static const struct { int64_t L; const char *spec; } cases[] = {
+      {49, "threads=8,items=8,channels=16"},   {49, "threads=32,items=2,channels=1"},
+      {49, "threads=64,items=1,channels=2"},   {196, "threads=32,items=8,channels=4"},
+      {196, "threads=16,items=16,channels=8"}, {196, "threads=128,items=2,channels=1"},
+      {3000, "threads=64,items=8,channels=4"}, {3000, "threads=32,items=16,channels=2"},
+      {3000, "threads=128,items=4,channels=1"}, {3000, "threads=512,items=1,channels=2"}};
+  uint64_t seed = 99;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sf_check_shape shape = {.batch = 3, .dim = 32, .seqlen = cases[k].L, .dstate = 16, .groups = 2,
+                            .dtype = SF_FP32, .z = true, .D = true, .delta_bias = true,
+                            .softplus = true, .h0 = true, .d_last_state = true};
+    sf_launch launch = {.spec = cases[k].spec};
+    sf_check_bwd_result r;
+    sf_status st = sf_check_bwd(ctx, &shape, &launch, seed++, &r);
+    cr_expect_eq(st, SF_OK, "%s L=%lld: %s", cases[k].spec, (long long)cases[k].L, sf_last_error());
+    if (st != SF_OK) continue;
+    char errors[512] = "";
+    describe(errors, sizeof errors, &r);
+    cr_expect(r.passed, "%s L=%lld: %s", cases[k].spec, (long long)cases[k].L, errors);
+  }
+}
