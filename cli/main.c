@@ -10,6 +10,8 @@ static const sf_command commands[] = {
     {"gen", "generate the CUDA source of a variant", cmd_gen},
     {"compile", "compile a variant to a cubin with NVRTC", cmd_compile},
     {"check", "run one forward call and compare it with the float64 reference", cmd_check},
+    {"bench", "time the forward on the GPU against its floor and the established kernel", cmd_bench},
+    {"demo", "compile, cache and check the kernels of MambaVision and Mamba calls", cmd_demo},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 

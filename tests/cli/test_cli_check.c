@@ -1,10 +1,14 @@
 /* test_cli_check.c: `scanforge check`, `demo` and `bench` as a user runs them, on a machine with or without a GPU. */
 #include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "scanforge/scanforge.h"
 
 /* Runs the CLI with `args` (after `env`, e.g. "VAR=x ", may be "") in a shell, stdout and
  * stderr together into *output (free it); returns the exit status. */
@@ -95,4 +99,108 @@ Test(cli_check, help_lists_every_option) {
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
     cr_expect_not_null(strstr(out, options[i]), "no %s in:\n%s", options[i], out);
   free(out);
+}
+
+/* ---- demo ------------------------------------------------------------------------- */
+
+Test(cli_demo, second_run_compiles_nothing, .timeout = 300) {
+  char dir[] = "/tmp/sf_cli_demo_XXXXXX", env[256], *out;
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(env, sizeof env, "SCANFORGE_CACHE_DIR='%s' ", dir);
+
+  int status = run_env(env, "demo", &out);
+  cr_expect_eq(status, 0, "first run:\n%s", out);
+  cr_expect_not_null(strstr(out, dir), "the cache directory is not shown:\n%s", out);
+  cr_expect_not_null(strstr(out, "compiled by NVRTC"), "first run:\n%s", out);
+  cr_expect_not_null(strstr(out, "kernels: "), "first run:\n%s", out);
+  cr_expect_null(strstr(out, "kernels: 0 compiled"), "first run compiled nothing:\n%s", out);
+  cr_expect_null(strstr(out, "FAIL"), "first run:\n%s", out);
+  free(out);
+
+  status = run_env(env, "demo", &out);
+  cr_expect_eq(status, 0, "second run:\n%s", out);
+  cr_expect_not_null(strstr(out, "kernels: 0 compiled"), "second run:\n%s", out);
+  cr_expect_null(strstr(out, "compiled by NVRTC"), "second run:\n%s", out);
+  cr_expect_not_null(strstr(out, "from the disk cache"), "second run:\n%s", out);
+  free(out);
+
+  char command[512];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  cr_expect_eq(system(command), 0);
+}
+
+Test(cli_demo, usage_errors_exit_2) {
+  expect_run("demo --device tpu", 2, "--device");
+  expect_run("demo extra", 2, "extra");
+  expect_run("demo --help", 0, "sm_80");
+}
+
+/* ---- bench ------------------------------------------------------------------------ */
+
+static bool have_gpu(void) {
+  int count = 0;
+  return sf_device_count(&count) == SF_OK && count > 0;
+}
+
+/* A fresh directory holding `name` with `text`; the path goes to path[]. */
+static void write_temp(char *dir, const char *name, const char *text, char *path, size_t cap) {
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, cap, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+Test(cli_bench, without_a_gpu_says_so_and_fails) {
+  if (have_gpu()) cr_skip_test("this machine has a GPU: bench runs instead of failing");
+  expect_run("bench", 1, "needs a CUDA GPU");
+  expect_run("bench --reps 3", 1, "scanforge check --device cpu");
+}
+
+Test(cli_bench, small_rows_file_on_the_gpu, .timeout = 300) {
+  if (!have_gpu()) cr_skip_test("no CUDA GPU: bench cannot run here");
+  char dir[] = "/tmp/sf_cli_bench_XXXXXX", rows[512], json[512], args[1200], *out;
+  write_temp(dir, "rows.txt", "# tiny, gated bf16, MambaVision\n1,4,16,4,fp32\n2,64,300,16,z,bf16\n64,160,196,8 # both types\n",
+             rows, sizeof rows);
+  snprintf(json, sizeof json, "%s/bench.json", dir);
+  snprintf(args, sizeof args, "bench --rows '%s' --reps 5 --warmup 2 --json '%s'", rows, json);
+  int status = run_cli(args, &out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_not_null(strstr(out, "copy bandwidth"), "%s", out);
+  cr_expect_not_null(strstr(out, "64,160,196,8         bf16"), "%s", out);
+  cr_expect_not_null(strstr(out, "host launch"), "%s", out);
+  free(out);
+  json_error_t error;
+  json_t *root = json_load_file(json, 0, &error);
+  cr_assert_not_null(root, "%s: %s", json, error.text);
+  json_t *rows_json = json_object_get(root, "rows");
+  cr_expect_eq(json_array_size(rows_json), 4);
+  for (size_t i = 0; i < json_array_size(rows_json); i++) {
+    json_t *row = json_array_get(rows_json, i);
+    cr_expect(json_is_true(json_object_get(row, "ok")), "row %zu failed", i);
+    cr_expect_gt(json_real_value(json_object_get(row, "median_us")), 0.0);
+  }
+  json_decref(root);
+  char command[600];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  cr_expect_eq(system(command), 0);
+}
+
+Test(cli_bench, usage_errors_exit_2_before_looking_for_a_gpu) {
+  expect_run("bench --reps 0", 2, "--reps");
+  expect_run("bench --warmup -1", 2, "--warmup");
+  expect_run("bench --dtype fp64", 2, "--dtype");
+  expect_run("bench --rows /nonexistent/rows.txt", 2, "--rows");
+  expect_run("bench --json", 2, "--json");
+  char dir[] = "/tmp/sf_cli_bench_XXXXXX", rows[512], args[600];
+  write_temp(dir, "rows.txt", "# fine\n1,4,16,4\n8,1536,2048\n", rows, sizeof rows);
+  snprintf(args, sizeof args, "bench --rows '%s'", rows);
+  expect_run(args, 2, "rows.txt:3: expected batch,dim,L,N[,z][,dtype]");
+  remove(rows);
+  rmdir(dir);
+}
+
+Test(cli_bench, help_documents_the_rows_format) {
+  expect_run("bench --help", 0, "batch,dim,L,N[,z][,dtype]");
 }
