@@ -316,3 +316,18 @@ sf_status sf_scan_fwd_prepare(const sf_scan_fwd_args *args, sf_scan_fwd_args *re
   if (st == SF_OK) sf_scan_fwd_resolve(args, resolved);
   return st;
 }
+
+void sf_scan_resolve_activation(const sf_scan_fwd_args *a, int64_t *batch_stride,
+                                int64_t *dim_stride) {
+  resolve_activation(a, batch_stride, dim_stride);
+}
+
+sf_status sf_scan_check_activation(const sf_scan_fwd_args *a, const char *tensor,
+                                   const char *batch_name, int64_t batch_stride,
+                                   const char *dim_name, int64_t dim_stride) {
+  return check_activation(tensor, a, batch_name, batch_stride, dim_name, dim_stride);
+}
+
+sf_status sf_scan_check_fp32_size(const char *tensor, int64_t x, int64_t y, int64_t z) {
+  return check_fp32_size(tensor, x, y, z);
+}

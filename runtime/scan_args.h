@@ -21,4 +21,17 @@ void sf_scan_fwd_resolve(const sf_scan_fwd_args *args, sf_scan_fwd_args *resolve
  * alignment for vector loads, int32 index limits), defined by the kernel it launches. */
 sf_status sf_scan_fwd_prepare(const sf_scan_fwd_args *args, sf_scan_fwd_args *resolved);
 
+/* The forward's rules for one more tensor, for the backward's gradients (same rules,
+ * their own names in the messages). `a` gives batch, dim, seqlen and dtype. */
+/* (batch, dim, L) strides: dim 0 -> L, batch 0 -> dim * dim_stride (saturating). */
+void sf_scan_resolve_activation(const sf_scan_fwd_args *a, int64_t *batch_stride,
+                                int64_t *dim_stride);
+/* A (batch, dim, L) tensor in the activation type with resolved strides: its extent fits
+ * in int64 bytes and its rows do not overlap. */
+sf_status sf_scan_check_activation(const sf_scan_fwd_args *a, const char *tensor,
+                                   const char *batch_name, int64_t batch_stride,
+                                   const char *dim_name, int64_t dim_stride);
+/* A contiguous fp32 tensor of x * y * z elements fits in int64 bytes. */
+sf_status sf_scan_check_fp32_size(const char *tensor, int64_t x, int64_t y, int64_t z);
+
 #endif
