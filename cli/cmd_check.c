@@ -168,10 +168,12 @@ int cmd_check(int argc, char **argv) {
   }
   if (!on_gpu && o.spec)
     return usage_error("--spec: %s", "chooses the GPU kernel's launch, and this check runs on the CPU");
-  if (o.device)
-    printf("device       %s\n", o.device);
-  else if (on_gpu) /* say which one was chosen, and why */
-    printf("device       gpu (found a CUDA device; --device cpu runs the CPU path)\n");
+  sf_device_info info = {.name = "unknown"};
+  if (on_gpu) sf_device_get_info(0, &info);
+  if (on_gpu) /* say which one was chosen, and why */
+    printf("device       gpu: %s%s\n", info.name, o.device ? "" : " (found; --device cpu runs the CPU path)");
+  else if (o.device)
+    printf("device       cpu\n");
   else
     printf("device       cpu (no CUDA GPU: %s)\n", why);
 

@@ -64,7 +64,7 @@ Test(cli_check, default_device_is_named) {
   char *out;
   int status = run_cli("check --shape 1,4,16,4", &out);
   cr_expect_eq(status, 0, "%s", out);
-  cr_expect(strstr(out, "device       gpu (") || strstr(out, "device       cpu (no CUDA GPU"), "%s", out);
+  cr_expect(strstr(out, "device       gpu: ") || strstr(out, "device       cpu (no CUDA GPU"), "%s", out);
   free(out);
 }
 
