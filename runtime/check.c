@@ -13,6 +13,7 @@
 #include "runtime/random_inputs.h"
 #include "runtime/reference.h"
 #include "runtime/relerr.h"
+#include <xxhash.h>
 
 double sf_check_forward_bar(sf_dtype dtype) { return dtype == SF_FP32 ? 1e-5 : 5e-3; }
 double sf_check_backward_bar(sf_dtype dtype) { return dtype == SF_FP32 ? 1e-4 : 1e-2; }
@@ -323,6 +324,8 @@ static sf_status compare_bwd(const call *c, const random_problem *rp, const sf_c
       sf_convert_to_float(grads[i].type, c->t[grads[i].tensor].host, (int64_t)grads[i].n, got);
       const double error = relerr_f32(got, *grads[i].ref, grads[i].n);
       result->grads[result->count++] = (sf_check_grad){grads[i].name, error};
+      result->checksum = XXH3_64bits_withSeed(c->t[grads[i].tensor].host, c->t[grads[i].tensor].bytes,
+                                              result->checksum);
       result->passed = result->passed && error <= result->bar;
     }
   }
@@ -374,7 +377,8 @@ sf_status sf_check_bwd(sf_context *ctx, const sf_check_shape *s, const sf_launch
         .ddelta = (void *)where(&c, DDELTA, dev), .dz = (void *)where(&c, DZ, dev),
         .dA = (float *)where(&c, DA, dev), .dB = (float *)where(&c, DB, dev),
         .dC = (float *)where(&c, DC, dev), .dD = (float *)where(&c, DD, dev),
-        .ddelta_bias = (float *)where(&c, DBIAS, dev), .dh0 = (float *)where(&c, DH0, dev)};
+        .ddelta_bias = (float *)where(&c, DBIAS, dev), .dh0 = (float *)where(&c, DH0, dev),
+        .deterministic = s->deterministic};
     sf_launch run = *launch;
     if (dev) run.stream = stream;
     sf_launch fwd_run = run;

@@ -14,6 +14,7 @@ typedef struct sf_check_shape {
   sf_dtype dtype;
   bool z, D, delta_bias, softplus, B_fixed, C_fixed, h0;
   bool d_last_state; /* backward: a cotangent for last_state too (else zero) */
+  bool deterministic; /* backward: the bitwise-reproducible mode */
 } sf_check_shape;
 
 typedef struct sf_check_result {
@@ -52,6 +53,7 @@ typedef struct sf_check_bwd_result {
   int count;
   double bar;  /* math.md's gradient bar for the dtype */
   bool passed; /* every error within the bar (NaN or Inf never passes) */
+  uint64_t checksum; /* XXH3 of every gradient's bytes: equal runs give equal checksums */
 } sf_check_bwd_result;
 
 /* math.md's bar for every gradient of a dtype: 1e-4 (fp32) or 1e-2 (fp16, bf16). */

@@ -60,6 +60,8 @@ static const entry_point entry_points[] = {
     SF_CU_ENTRY(MemsetD32, cuMemsetD32),
     SF_CU_ENTRY(MemsetD8Async, cuMemsetD8Async),
     SF_CU_ENTRY(MemsetD32Async, cuMemsetD32Async),
+    SF_CU_ENTRY(MemAllocAsync, cuMemAllocAsync),
+    SF_CU_ENTRY(MemFreeAsync, cuMemFreeAsync),
     SF_CU_ENTRY(PointerGetAttribute, cuPointerGetAttribute),
     SF_CU_ENTRY(StreamCreate, cuStreamCreate),
     SF_CU_ENTRY(StreamDestroy, cuStreamDestroy),

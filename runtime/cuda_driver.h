@@ -51,6 +51,8 @@ typedef struct sf_cu {
   CUresult (*MemsetD32)(CUdeviceptr dst, unsigned int value, size_t count);
   CUresult (*MemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream);
   CUresult (*MemsetD32Async)(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream);
+  CUresult (*MemAllocAsync)(CUdeviceptr *ptr, size_t bytes, CUstream stream);
+  CUresult (*MemFreeAsync)(CUdeviceptr ptr, CUstream stream);
   CUresult (*PointerGetAttribute)(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 
   CUresult (*StreamCreate)(CUstream *stream, unsigned int flags);

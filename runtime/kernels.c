@@ -147,6 +147,11 @@ static void variant_key(const sf_variant *v, sf_target target, uint8_t key[SF_KE
 
 sf_status sf_kernel_for_variant(sf_context *ctx, const sf_variant *variant,
                                 const sf_kernel **kernel, sf_kernel_origin *origin) {
+  return sf_kernel_for_variant_entry(ctx, variant, sf_kernel_name(variant->op), kernel, origin);
+}
+
+sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant, const char *entry,
+                                      const sf_kernel **kernel, sf_kernel_origin *origin) {
   CUcontext context;
   CUdevice device;
   const sf_device_slot *slot;
@@ -155,7 +160,7 @@ sf_status sf_kernel_for_variant(sf_context *ctx, const sf_variant *variant,
   if (st != SF_OK) return st;
   uint8_t key[SF_KERNEL_KEY_BYTES];
   variant_key(variant, slot->target, key);
-  const char *name = sf_kernel_name(variant->op);
+  const char *name = entry;
   const sf_kernel *found = sf_kernel_table_find(ctx->kernels, context, key, name);
   if (found) {
     *kernel = found;

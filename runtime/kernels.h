@@ -24,5 +24,8 @@ sf_status sf_context_target(sf_context *ctx, sf_target *target);
  * without a lock, a file or a driver call. `origin` (may be NULL) says where it came from. */
 sf_status sf_kernel_for_variant(sf_context *ctx, const sf_variant *variant,
                                 const sf_kernel **kernel, sf_kernel_origin *origin);
+/* The same for another entry point of the variant's module (e.g. "sf_scan_bwd_finalize"). */
+sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant, const char *entry,
+                                      const sf_kernel **kernel, sf_kernel_origin *origin);
 
 #endif

@@ -24,6 +24,7 @@ static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch,
   v.softplus = f->delta_softplus;
   v.B_var = f->B_var;
   v.C_var = f->C_var;
+  v.deterministic = r->deterministic;
   sf_heuristic_configure_bwd(&v, f->batch, f->dim, f->groups, f->seqlen);
   if (launch->spec) {
     sf_variant requested = v;
@@ -32,7 +33,8 @@ static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch,
     if (requested.op != SF_OP_BWD || requested.dtype != v.dtype || requested.dstate != v.dstate ||
         requested.has_z != v.has_z || requested.has_D != v.has_D ||
         requested.has_delta_bias != v.has_delta_bias || requested.softplus != v.softplus ||
-        requested.B_var != v.B_var || requested.C_var != v.C_var)
+        requested.B_var != v.B_var || requested.C_var != v.C_var ||
+        requested.deterministic != v.deterministic)
       return sf_fail(SF_EINVAL, "launch spec '%s': may set threads, items and channels only", launch->spec);
     v = requested;
   }
@@ -55,13 +57,82 @@ static const char *advance(const void *p, int64_t elements, int element_size) {
   return p ? (const char *)p + elements * element_size : NULL;
 }
 
+/* The five sums the kernel accumulates: the outputs, or their partials. */
+typedef struct sums {
+  float *dA, *dB, *dC, *dD, *ddelta_bias;
+} sums;
+
+/* Deterministic mode: partial sums in a stream-ordered workspace, one slice per batch row
+ * (dA, fixed dB/dC, dD, ddelta_bias) or per block of a group's channels (variable dB/dC),
+ * added up afterwards by sf_scan_bwd_finalize in a fixed order. */
+typedef struct deterministic_plan {
+  CUdeviceptr workspace;
+  sums partials;
+  sums outputs;
+  int64_t slices[5], sizes[5];
+} deterministic_plan;
+
+static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v,
+                               CUstream stream, deterministic_plan *plan) {
+  const sf_scan_fwd_args *f = &r->fwd;
+  const int64_t N = f->dstate, L = f->seqlen, batch = f->batch;
+  const int64_t blocks_per_group = f->dim / f->groups / v->channels;
+  float *outputs[5] = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
+  const bool var[5] = {false, f->B_var, f->C_var, false, false};
+  const int64_t fixed_sizes[5] = {f->dim * N, f->dim * N, f->dim * N, f->dim, f->dim};
+  int64_t total = 0;
+  for (int k = 0; k < 5; k++) {
+    plan->slices[k] = var[k] ? blocks_per_group : batch;
+    plan->sizes[k] = var[k] ? batch * f->groups * N * L : fixed_sizes[k];
+    if (outputs[k]) total += plan->slices[k] * plan->sizes[k];
+  }
+  plan->outputs = (sums){r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
+  sf_status st = sf_cu_check(cu->MemAllocAsync(&plan->workspace, (size_t)(total ? total : 1) * sizeof(float), stream),
+                             "cuMemAllocAsync(deterministic workspace)");
+  if (st != SF_OK) return st;
+  float *next = (float *)(uintptr_t)plan->workspace;
+  float **partials[5] = {&plan->partials.dA, &plan->partials.dB, &plan->partials.dC,
+                         &plan->partials.dD, &plan->partials.ddelta_bias};
+  for (int k = 0; k < 5; k++) {
+    if (!outputs[k]) continue;
+    *partials[k] = next;
+    next += plan->slices[k] * plan->sizes[k];
+  }
+  return SF_OK;
+}
+
+/* Adds up the partials into the outputs (if the main launch succeeded) and frees them. */
+static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_variant *v,
+                                 deterministic_plan *plan, sf_status st, CUstream stream) {
+  const sf_kernel *finalize = NULL;
+  if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, v, "sf_scan_bwd_finalize", &finalize, NULL);
+  float *partials[5] = {plan->partials.dA, plan->partials.dB, plan->partials.dC,
+                        plan->partials.dD, plan->partials.ddelta_bias};
+  float *outputs[5] = {plan->outputs.dA, plan->outputs.dB, plan->outputs.dC, plan->outputs.dD,
+                       plan->outputs.ddelta_bias};
+  for (int k = 0; k < 5 && st == SF_OK; k++) {
+    if (!outputs[k]) continue;
+    long long slices = plan->slices[k], size = plan->sizes[k];
+    const float *from = partials[k];
+    float *to = outputs[k];
+    void *params[] = {&from, &slices, &size, &to};
+    int64_t blocks = (size + 255) / 256;
+    st = sf_cu_check(cu->LaunchKernel(finalize->function, (unsigned)(blocks < 65535 ? blocks : 65535), 1, 1,
+                                      256, 1, 1, 0, stream, params, NULL),
+                     "cuLaunchKernel(sf_scan_bwd_finalize)");
+  }
+  sf_status freed = sf_cu_check(cu->MemFreeAsync(plan->workspace, stream), "cuMemFreeAsync");
+  return st != SF_OK ? st : freed;
+}
+
 sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch) {
   const sf_scan_fwd_args *f = &r->fwd;
   if (f->seqlen > INT_MAX || f->dim > INT_MAX)
     return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
                    (long long)f->seqlen, (long long)f->dim);
-  if (r->deterministic)
-    return sf_fail(SF_EUNSUPPORTED, "the deterministic backward is not available on the GPU yet");
+  if (r->deterministic && f->batch > MAX_BATCH_PER_LAUNCH)
+    return sf_fail(SF_EINVAL, "deterministic backward: batch (%lld) must be at most %d",
+                   (long long)f->batch, MAX_BATCH_PER_LAUNCH);
   sf_variant v;
   sf_status st = variant_for(r, launch, &v);
   if (st != SF_OK) return st;
@@ -78,12 +149,20 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
 
   const int64_t N = f->dstate, L = f->seqlen;
   const int64_t var_size = f->batch * f->groups * N * L, fixed_size = f->dim * N;
-  st = zero(cu, r->dA, f->dim * N, stream);
-  if (st == SF_OK) st = zero(cu, r->dB, f->B_var ? var_size : fixed_size, stream);
-  if (st == SF_OK) st = zero(cu, r->dC, f->C_var ? var_size : fixed_size, stream);
-  if (st == SF_OK) st = zero(cu, r->dD, f->dim, stream);
-  if (st == SF_OK) st = zero(cu, r->ddelta_bias, f->dim, stream);
-  if (st != SF_OK) return st;
+  sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
+  deterministic_plan plan = {0};
+  if (r->deterministic) {
+    st = plan_partials(cu, r, &v, stream, &plan);
+    if (st != SF_OK) return st;
+    s = plan.partials;
+  } else {
+    st = zero(cu, r->dA, f->dim * N, stream);
+    if (st == SF_OK) st = zero(cu, r->dB, f->B_var ? var_size : fixed_size, stream);
+    if (st == SF_OK) st = zero(cu, r->dC, f->C_var ? var_size : fixed_size, stream);
+    if (st == SF_OK) st = zero(cu, r->dD, f->dim, stream);
+    if (st == SF_OK) st = zero(cu, r->ddelta_bias, f->dim, stream);
+    if (st != SF_OK) return st;
+  }
 
   const int es = sf_dtype_size(f->dtype);
   const int64_t nsaved = sf_scan_saved_states(L);
@@ -120,16 +199,18 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
         .du_batch_stride = r->du_batch_stride, .du_dim_stride = r->du_dim_stride,
         .ddelta_batch_stride = r->ddelta_batch_stride, .ddelta_dim_stride = r->ddelta_dim_stride,
         .dz_batch_stride = r->dz_batch_stride, .dz_dim_stride = r->dz_dim_stride,
-        .dA = r->dA, .dD = r->dD, .ddelta_bias = r->ddelta_bias,
-        .dB = f->B_var && r->dB ? r->dB + b0 * f->groups * N * L : r->dB,
-        .dC = f->C_var && r->dC ? r->dC + b0 * f->groups * N * L : r->dC,
+        .dA = s.dA, .dD = s.dD, .ddelta_bias = s.ddelta_bias,
+        /* deterministic runs have one slice, so the partials need no offset */
+        .dB = f->B_var && s.dB && !r->deterministic ? s.dB + b0 * f->groups * N * L : s.dB,
+        .dC = f->C_var && s.dC && !r->deterministic ? s.dC + b0 * f->groups * N * L : s.dC,
         .dh0 = r->dh0 ? r->dh0 + state_offset : NULL,
     };
     void *params[] = {&p};
     st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, 1, block, 1, 1, 0,
                                       stream, params, NULL),
                      "cuLaunchKernel(sf_scan_bwd)");
-    if (st != SF_OK) return st;
+    if (st != SF_OK) break;
   }
-  return SF_OK;
+  if (r->deterministic) st = finish_partials(ctx, cu, &v, &plan, st, stream);
+  return st;
 }

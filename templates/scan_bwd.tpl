@@ -9,6 +9,9 @@
 @ -- accumulates every gradient. Sums over channels (variable dB, dC) are first taken over
 @ -- the block's channels in shared memory; sums over time and batch (dA, fixed dB/dC,
 @ -- dD, ddelta_bias) are taken per warp, then once per block with atomics.
+@ -- Deterministic variants replace every atomic with a store to a partial sum of its own
+@ -- (per batch row, or per block of a group's channels), which sf_scan_bwd_finalize then
+@ -- adds up in a fixed order.
 @ local common = import("scan_common")
 @ local N, T, I, CH = variant.dstate, variant.threads, variant.items, variant.channels
 @ local BLOCK = T * CH
@@ -21,9 +24,7 @@
 @ if not common.is_power_of_two(K) or K < 64 or K > 512 then
 @   reject("threads", string.format("threads x items must be a state interval (64, 128, 256 or 512), got %d x %d = %d", T, I, K))
 @ end
-@ if variant.deterministic then
-@   reject("deterministic", "the deterministic backward is not available yet")
-@ end
+@ local det = variant.deterministic
 @ local reduce_B = variant.B_var and CH > 1
 @ local reduce_C = variant.C_var and CH > 1
 @ local smem_bytes = 2 * CH * N * 4 + (WARPS > 1 and 4 * CH * WARPS * 8 or 0) + CH * WARPS * N * 4 * 3
@@ -92,7 +93,12 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
 @   if variant[m .. "_var"] then
   const elem_t *$(m)_rows = (const elem_t *)f.$(m) + b * f.$(m)_batch_stride + g * f.$(m)_group_stride;
   /* gradient rows: fp32, contiguous (batch, G, N, L) */
+@     if det then
+  /* partial sums of this block's channels: (blocks per group, batch, G, N, L) */
+  float *d$(m)_rows = p.d$(m) ? p.d$(m) + ((((long long)(d % (f.dim / f.groups)) / $(CH)) * f.batch + b) * f.groups + g) * $(N) * L : 0;
+@     else
   float *d$(m)_rows = p.d$(m) ? p.d$(m) + ((long long)b * f.groups + g) * $(N) * L : 0;
+@     end
 @   else
   const float *$(m)_fixed = (const float *)f.$(m) + (long long)d * $(N);
 @   end
@@ -305,7 +311,11 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
 @   if reduce_B then
         red_B[slot][lane * $(I) + i] = active ? dB_t : 0.f;
 @   else
+@     if det then
+        if (active && i < valid && dB_rows) dB_rows[(long long)n * L + t0 + i] = dB_t;
+@     else
         if (active && i < valid && dB_rows) atomicAdd(dB_rows + (long long)n * L + t0 + i, dB_t);
+@     end
 @   end
 @ else
         dB_part += dB_t;
@@ -314,7 +324,11 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
 @   if reduce_C then
         red_C[slot][lane * $(I) + i] = active ? dC_t : 0.f;
 @   else
+@     if det then
+        if (active && i < valid && dC_rows) dC_rows[(long long)n * L + t0 + i] = dC_t;
+@     else
         if (active && i < valid && dC_rows) atomicAdd(dC_rows + (long long)n * L + t0 + i, dC_t);
+@     end
 @   end
 @ else
         dC_part += dC_t;
@@ -349,7 +363,11 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
             float sum = 0.f;
 #pragma unroll
             for (int s = 0; s < $(CH); s++) sum += red_$(m)[s][k];
+@       if det then
+            d$(m)_rows[(long long)n * L + t] = sum;
+@       else
             atomicAdd(d$(m)_rows + (long long)n * L + t, sum);
+@       end
           }
 @     end
 @   end
@@ -401,11 +419,13 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
       total.x += row_sums[slot * $(WARPS) + w].x;
       total.y += row_sums[slot * $(WARPS) + w].y;
     }
+@ local row = det and "(long long)b * f.dim + d" or "d"
+@ local add = det and function(ptr, value) return ptr .. "[0] = " .. value end or function(ptr, value) return "atomicAdd(" .. ptr .. ", " .. value .. ")" end
 @ if variant.D then
-    if (p.dD) atomicAdd(p.dD + d, total.x);
+    if (p.dD) $(add("(p.dD + " .. row .. ")", "total.x"));
 @ end
 @ if variant.delta_bias then
-    if (p.ddelta_bias) atomicAdd(p.ddelta_bias + d, total.y);
+    if (p.ddelta_bias) $(add("(p.ddelta_bias + " .. row .. ")", "total.y"));
 @ end
   }
   if (active) {
@@ -426,13 +446,26 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
         sC += acc_C[slot * $(WARPS) + w][n];
 @ end
       }
-      if (p.dA) atomicAdd(p.dA + (long long)d * $(N) + n, sA);
+      const long long at = ($(row)) * $(N) + n;
+      if (p.dA) $(add("(p.dA + at)", "sA"));
 @ if not variant.B_var then
-      if (p.dB) atomicAdd(p.dB + (long long)d * $(N) + n, sB);
+      if (p.dB) $(add("(p.dB + at)", "sB"));
 @ end
 @ if not variant.C_var then
-      if (p.dC) atomicAdd(p.dC + (long long)d * $(N) + n, sC);
+      if (p.dC) $(add("(p.dC + at)", "sC"));
 @ end
     }
   }
 }
+@ if det then
+
+/* out[i] = the sum over k of partials[k * size + i], always in the order k = 0, 1, ... */
+extern "C" __global__ void __launch_bounds__(256) sf_scan_bwd_finalize(const float *partials, long long slices,
+                                                                      long long size, float *out) {
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < size; i += (long long)gridDim.x * 256) {
+    float sum = 0.f;
+    for (long long k = 0; k < slices; k++) sum += partials[k * size + i];
+    out[i] = sum;
+  }
+}
+@ end

@@ -113,3 +113,27 @@ Test(bwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout =
     cr_expect(r.passed, "%s L=%lld: %s", cases[k].spec, (long long)cases[k].L, errors);
   }
 }
+
+/* Deterministic mode: correct, and bitwise identical over five runs of a large shape. */
+Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = setup, .fini = teardown, .timeout = 300) {
+  skip_without_gpu();
+  static const struct { bool B_fixed, C_fixed; int groups; } layouts[] = {{false, false, 1}, {true, false, 2}, {true, true, 1}};
+  for (size_t k = 0; k < sizeof layouts / sizeof layouts[0]; k++) {
+    sf_check_shape shape = {.batch = 4, .dim = 64, .seqlen = 4096, .dstate = 16,
+                            .groups = layouts[k].groups, .dtype = SF_BF16, .z = true, .D = true,
+                            .delta_bias = true, .softplus = true, .B_fixed = layouts[k].B_fixed,
+                            .C_fixed = layouts[k].C_fixed, .h0 = true, .d_last_state = true,
+                            .deterministic = true};
+    uint64_t first = 0;
+    for (int run = 0; run < 5; run++) {
+      sf_launch launch = {0};
+      sf_check_bwd_result r;
+      cr_assert_eq(sf_check_bwd(ctx, &shape, &launch, 4242, &r), SF_OK, "%s", sf_last_error());
+      char errors[512] = "";
+      describe(errors, sizeof errors, &r);
+      cr_expect(r.passed, "layout %zu run %d: %s", k, run, errors);
+      if (run == 0) first = r.checksum;
+      cr_expect_eq(r.checksum, first, "layout %zu: run %d differs from run 0", k, run);
+    }
+  }
+}
