@@ -12,6 +12,7 @@ static const sf_command commands[] = {
     {"check", "run one forward call and compare it with the float64 reference", cmd_check},
     {"bench", "time the forward on the GPU against its floor and the established kernel", cmd_bench},
     {"demo", "compile, cache and check the kernels of MambaVision and Mamba calls", cmd_demo},
+    {"cache", "show, prune or clear the disk cache of compiled kernels", cmd_cache},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 
