@@ -11,7 +11,7 @@
 #include "runtime/kernels.h"
 #include "runtime/module.h"
 #include "runtime/scan_args.h"
-#include "tuning/heuristics.h"
+#include "tuning/select.h"
 
 /* The grid's y extent is the batch; longer batches are launched in slices. */
 enum { MAX_BATCH_PER_LAUNCH = 65535 };
@@ -50,7 +50,7 @@ sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *lau
   v.softplus = args->delta_softplus;
   v.B_var = args->B_var;
   v.C_var = args->C_var;
-  sf_heuristic_configure(&v, args->batch, args->dim, args->seqlen);
+  sf_tune_configure(&v, args->batch, args->dim, args->groups, args->seqlen, launch);
   if (launch && launch->spec) {
     sf_variant requested = v;
     sf_status st = sf_variant_apply(launch->spec, &requested);

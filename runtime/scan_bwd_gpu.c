@@ -8,7 +8,7 @@
 #include "runtime/kernel_params.h"
 #include "runtime/kernels.h"
 #include "runtime/module.h"
-#include "tuning/heuristics.h"
+#include "tuning/select.h"
 
 enum { MAX_BATCH_PER_LAUNCH = 65535 };
 
@@ -25,7 +25,7 @@ static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch,
   v.B_var = f->B_var;
   v.C_var = f->C_var;
   v.deterministic = r->deterministic;
-  sf_heuristic_configure_bwd(&v, f->batch, f->dim, f->groups, f->seqlen);
+  sf_tune_configure(&v, f->batch, f->dim, f->groups, f->seqlen, launch);
   if (launch->spec) {
     sf_variant requested = v;
     sf_status st = sf_variant_apply(launch->spec, &requested);

@@ -197,7 +197,14 @@ typedef struct sf_launch {
   int host_threads;   /* host: worker threads, <= 0 for one per CPU */
   const char *spec;   /* optional: a variant spec whose threads, items and channels
                          replace the tuned choice (its flags must match the call) */
+  bool untuned;       /* device: ignore the tuning database, the heuristics choose (as
+                         $SCANFORGE_TUNING=off does for the whole process) */
 } sf_launch;
+
+/* Something the user should hear once about the tuning database (a corrupt file, entries
+ * measured with other templates), or NULL. The database is the file named by
+ * $SCANFORGE_TUNING_DB, else tuning.json beside the kernel cache (docs/tuning.md). */
+const char *sf_tuning_warning(void);
 
 /* Where the kernel of the last call came from, for benchmarks. */
 typedef enum sf_kernel_origin {

@@ -1,0 +1,213 @@
+/* test_tuning_lookup.c: nearest-bucket lookup, user entries over shipped defaults, and the embedded defaults. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tuning/database.h"
+#include "tuning/defaults.h"
+#include "tuning/lookup.h"
+
+static sf_variant fwd_class(void) {
+  sf_variant v = sf_variant_default();
+  v.dstate = 16;
+  v.has_D = v.has_delta_bias = v.softplus = true;
+  return v;
+}
+
+static sf_tune_entry entry(sf_variant cls, int64_t batch, int64_t dim, int64_t seqlen, int threads, int items,
+                           int channels) {
+  sf_tune_entry e;
+  memset(&e, 0, sizeof e);
+  e.variant = cls;
+  e.variant.threads = threads, e.variant.items = items, e.variant.channels = channels;
+  e.shape = (sf_tune_shape){batch, dim, seqlen, 1};
+  e.seqlen_bucket = sf_tune_bucket(seqlen);
+  e.rows_bucket = sf_tune_bucket(batch * dim);
+  e.complete = true;
+  return e;
+}
+
+static void add(sf_tune_section *s, sf_tune_entry e) {
+  s->entries = realloc(s->entries, (size_t)(s->count + 1) * sizeof *s->entries);
+  s->entries[s->count++] = e;
+}
+
+typedef struct knobs {
+  int threads, items, channels;
+} knobs;
+
+static bool look(const sf_tune_table *t, sf_variant v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
+                 knobs *out) {
+  v.threads = 1, v.items = 1, v.channels = 1;
+  bool found = sf_tune_table_lookup(t, &v, batch, dim, groups, seqlen);
+  *out = (knobs){v.threads, v.items, v.channels};
+  return found;
+}
+
+Test(tuning_lookup, nearest_bucket_within_reach) {
+  sf_tune_section user = {0};
+  const sf_variant cls = fwd_class();
+  add(&user, entry(cls, 8, 1536, 2048, 128, 16, 1)); /* L 11, rows 14 */
+  add(&user, entry(cls, 64, 160, 196, 32, 8, 4));    /* L 8, rows 14 */
+  add(&user, entry(cls, 1, 256, 1024, 64, 16, 2));   /* L 10, rows 8 */
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  cr_expect_eq(sf_tune_table_size(t), 3);
+  knobs k;
+  /* The exact bucket. */
+  cr_assert(look(t, cls, 8, 1536, 1, 2000, &k));
+  cr_expect(k.threads == 128 && k.items == 16 && k.channels == 1);
+  /* L 4096 is one bucket up from 2048: still reached. */
+  cr_assert(look(t, cls, 8, 1536, 1, 4096, &k));
+  cr_expect_eq(k.threads, 128);
+  /* L 8192 is two buckets up: out of reach, the heuristics decide. */
+  cr_expect_not(look(t, cls, 8, 1536, 1, 8192, &k));
+  /* rows 2^12 at L 196: two rows buckets from the MambaVision entry. */
+  cr_assert(look(t, cls, 16, 256, 1, 196, &k));
+  cr_expect(k.threads == 32 && k.channels == 4);
+  /* rows 2^11 at L 196: three away, out of reach. */
+  cr_expect_not(look(t, cls, 8, 256, 1, 196, &k));
+  /* L 512 (bucket 9) between the L 8 and L 10 entries: (1, 256) rows 8 is 6 rows buckets
+   * from the L 8 entry, so the L 10 entry is the one in reach. */
+  cr_assert(look(t, cls, 1, 256, 1, 512, &k));
+  cr_expect(k.threads == 64 && k.channels == 2);
+  /* L 1024, rows 2^10: the L 11 entry is 4 rows buckets away (out of reach), the L 10
+   * entry 2. */
+  cr_assert(look(t, cls, 1, 1024, 1, 1024, &k));
+  cr_expect_eq(k.threads, 64);
+  sf_tune_table_free(t);
+  free(user.entries);
+}
+
+Test(tuning_lookup, other_classes_do_not_match) {
+  sf_tune_section user = {0};
+  const sf_variant cls = fwd_class();
+  add(&user, entry(cls, 8, 1536, 2048, 128, 16, 1));
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  knobs k;
+  sf_variant other = cls;
+  other.dtype = SF_BF16;
+  cr_expect_not(look(t, other, 8, 1536, 1, 2048, &k), "dtype differs");
+  other = cls;
+  other.has_z = true;
+  cr_expect_not(look(t, other, 8, 1536, 1, 2048, &k), "z differs");
+  other = cls;
+  other.dstate = 8;
+  cr_expect_not(look(t, other, 8, 1536, 1, 2048, &k), "dstate differs");
+  other = cls;
+  other.op = SF_OP_BWD;
+  cr_expect_not(look(t, other, 8, 1536, 1, 2048, &k), "op differs");
+  cr_expect(look(t, cls, 8, 1536, 1, 2048, &k));
+  sf_tune_table_free(t);
+  free(user.entries);
+}
+
+Test(tuning_lookup, nearer_entry_wins_and_ties_prefer_the_same_length) {
+  sf_tune_section user = {0};
+  const sf_variant cls = fwd_class();
+  add(&user, entry(cls, 1, 1024, 1024, 64, 16, 1));  /* L 10, rows 10 */
+  add(&user, entry(cls, 1, 4096, 2048, 128, 16, 1)); /* L 11, rows 12 */
+  add(&user, entry(cls, 1, 2048, 4096, 256, 16, 1)); /* L 12, rows 11 */
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  knobs k;
+  /* Call L 11, rows 10: distances 2*1+0 = 2, 0+2 = 2, 2*1+1 = 3: the tie goes to the
+   * entry of the same L. */
+  cr_assert(look(t, cls, 1, 1024, 1, 2048, &k));
+  cr_expect_eq(k.threads, 128);
+  /* Call L 12, rows 11: the exact entry. */
+  cr_assert(look(t, cls, 1, 2048, 1, 4096, &k));
+  cr_expect_eq(k.threads, 256);
+  sf_tune_table_free(t);
+  free(user.entries);
+}
+
+Test(tuning_lookup, user_entries_replace_shipped_defaults) {
+  sf_tune_section user = {0}, defaults = {0};
+  const sf_variant cls = fwd_class();
+  add(&user, entry(cls, 8, 1536, 2048, 128, 16, 1));
+  add(&defaults, entry(cls, 8, 1536, 2048, 32, 16, 4)); /* the same key */
+  add(&defaults, entry(cls, 64, 160, 196, 16, 8, 8));   /* only in the defaults */
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, &defaults, &t), SF_OK);
+  cr_expect_eq(sf_tune_table_size(t), 2);
+  knobs k;
+  cr_assert(look(t, cls, 8, 1536, 1, 2048, &k));
+  cr_expect_eq(k.threads, 128, "the user's entry wins");
+  cr_assert(look(t, cls, 64, 160, 1, 196, &k));
+  cr_expect(k.threads == 16 && k.channels == 8, "the default fills the gap");
+  sf_tune_table_free(t);
+  cr_assert_eq(sf_tune_table_build(NULL, &defaults, &t), SF_OK);
+  cr_assert(look(t, cls, 8, 1536, 1, 2048, &k));
+  cr_expect_eq(k.threads, 32);
+  sf_tune_table_free(t);
+  free(user.entries);
+  free(defaults.entries);
+}
+
+Test(tuning_lookup, backward_entries_must_fit_the_call) {
+  sf_tune_section user = {0};
+  sf_variant cls = fwd_class();
+  cls.op = SF_OP_BWD;
+  add(&user, entry(cls, 64, 160, 196, 32, 8, 4)); /* interval 256, channels 4 */
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  knobs k;
+  cr_assert(look(t, cls, 64, 160, 1, 196, &k));
+  cr_expect(k.threads * k.items == 256);
+  /* L 100 (bucket 7) is in reach, but its interval is 128: 32 x 8 does not cover it. */
+  cr_expect_not(look(t, cls, 64, 160, 1, 100, &k));
+  /* dim 162: 4 does not divide the 162 channels of the group. */
+  cr_expect_not(look(t, cls, 64, 162, 1, 196, &k));
+  /* groups 2 of 160 channels: 80 per group, divisible by 4. */
+  cr_expect(look(t, cls, 64, 160, 2, 196, &k));
+  sf_tune_table_free(t);
+  free(user.entries);
+}
+
+Test(tuning_lookup, empty_table_finds_nothing) {
+  knobs k;
+  cr_expect_not(look(NULL, fwd_class(), 1, 1, 1, 1, &k));
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(NULL, NULL, &t), SF_OK);
+  cr_expect_not(look(t, fwd_class(), 1, 1, 1, 1, &k));
+  sf_tune_table_free(t);
+}
+
+/* tuning/defaults_data.c must hold exactly the JSON files of tuning/defaults/. */
+Test(tuning_lookup, embedded_defaults_match_their_files) {
+  char listing[4096];
+  snprintf(listing, sizeof listing, "ls %s/tuning/defaults/ 2>/dev/null | grep '\\.json$'", SCANFORGE_SOURCE_DIR);
+  FILE *ls = popen(listing, "r");
+  cr_assert(ls);
+  int files = 0;
+  char name[256];
+  while (fgets(name, sizeof name, ls)) {
+    name[strcspn(name, "\n")] = '\0';
+    files++;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tuning/defaults/%s", SCANFORGE_SOURCE_DIR, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    static char text[1 << 22];
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    const sf_tune_default_file *found = NULL;
+    for (const sf_tune_default_file *d = sf_tune_default_files; d->name; d++)
+      if (strcmp(d->name, name) == 0) found = d;
+    cr_assert(found, "%s is not embedded: regenerate tuning/defaults_data.c (tuning/defaults/README.md)", name);
+    cr_expect(found->size == n && memcmp(found->text, text, n) == 0,
+              "%s differs from its embedded copy: regenerate tuning/defaults_data.c", name);
+  }
+  pclose(ls);
+  int embedded = 0;
+  for (const sf_tune_default_file *d = sf_tune_default_files; d->name; d++) embedded++;
+  cr_expect_eq(embedded, files, "embedded files without a JSON file: regenerate tuning/defaults_data.c");
+  sf_tune_db db;
+  char *warning = NULL;
+  cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
+  cr_expect_null(warning, "a shipped file does not parse: %s", warning ? warning : "");
+  sf_tune_db_free(&db);
+}

@@ -1,0 +1,611 @@
+/* database.c: the tuning database in memory, as JSON (jansson), and as a file shared by concurrent tuners. */
+#include "tuning/database.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/cache_dir.h"
+#include "runtime/error.h"
+
+/* ---- buckets and keys ------------------------------------------------------------------ */
+
+int sf_tune_bucket(int64_t value) {
+  int k = 0;
+  while (k < 62 && ((int64_t)1 << k) < value) k++;
+  return k;
+}
+
+void sf_tune_flags_format(const sf_variant *v, char *buf, size_t cap) {
+  snprintf(buf, cap, "z=%d,D=%d,delta_bias=%d,softplus=%d,B=%s,C=%s,deterministic=%d", v->has_z, v->has_D,
+           v->has_delta_bias, v->softplus, v->B_var ? "var" : "fixed", v->C_var ? "var" : "fixed",
+           v->deterministic);
+}
+
+sf_status sf_tune_flags_parse(const char *text, sf_variant *v) {
+  static const char *allowed[] = {"z", "D", "delta_bias", "softplus", "B", "C", "deterministic"};
+  /* Every key must be a flag: the spec parser would also take op, threads, ... */
+  for (const char *p = text; *p;) {
+    const char *eq = strchr(p, '='), *comma = strchr(p, ',');
+    if (!eq || (comma && comma < eq)) return sf_fail(SF_EINVAL, "flags '%s': expected key=value pairs", text);
+    bool known = false;
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+      known |= strlen(allowed[i]) == (size_t)(eq - p) && strncmp(p, allowed[i], (size_t)(eq - p)) == 0;
+    if (!known)
+      return sf_fail(SF_EINVAL, "flags '%s': key '%.*s' is not a flag (allowed: z, D, delta_bias, softplus, B, C, deterministic)",
+                     text, (int)(eq - p), p);
+    p = comma ? comma + 1 : p + strlen(p);
+  }
+  return sf_variant_apply(text, v);
+}
+
+static bool same_class(const sf_variant *a, const sf_variant *b) {
+  return a->op == b->op && a->dstate == b->dstate && a->dtype == b->dtype && a->has_z == b->has_z &&
+         a->has_D == b->has_D && a->has_delta_bias == b->has_delta_bias && a->softplus == b->softplus &&
+         a->B_var == b->B_var && a->C_var == b->C_var && a->deterministic == b->deterministic;
+}
+
+bool sf_tune_entry_same_key(const sf_tune_entry *a, const sf_tune_entry *b) {
+  return same_class(&a->variant, &b->variant) && a->seqlen_bucket == b->seqlen_bucket &&
+         a->rows_bucket == b->rows_bucket;
+}
+
+bool sf_tune_entry_copy(sf_tune_entry *dst, const sf_tune_entry *src) {
+  *dst = *src;
+  dst->candidates = NULL;
+  if (src->candidate_count > 0 && src->candidates) {
+    dst->candidates = malloc((size_t)src->candidate_count * sizeof *dst->candidates);
+    if (!dst->candidates) return false;
+    memcpy(dst->candidates, src->candidates, (size_t)src->candidate_count * sizeof *dst->candidates);
+  } else {
+    dst->candidate_count = 0;
+  }
+  return true;
+}
+
+void sf_tune_entry_free(sf_tune_entry *e) {
+  if (!e) return;
+  free(e->candidates);
+  e->candidates = NULL;
+  e->candidate_count = 0;
+}
+
+/* ---- the in-memory database ------------------------------------------------------------ */
+
+void sf_tune_db_init(sf_tune_db *db) { memset(db, 0, sizeof *db); }
+
+void sf_tune_db_free(sf_tune_db *db) {
+  if (!db) return;
+  for (int s = 0; s < db->count; s++) {
+    for (int e = 0; e < db->sections[s].count; e++) sf_tune_entry_free(&db->sections[s].entries[e]);
+    free(db->sections[s].entries);
+  }
+  free(db->sections);
+  sf_tune_db_init(db);
+}
+
+bool sf_tune_gpu_same_device(const sf_tune_gpu *a, const sf_tune_gpu *b) {
+  return strcmp(a->name, b->name) == 0 && a->cc_major == b->cc_major && a->cc_minor == b->cc_minor &&
+         a->sm_count == b->sm_count && a->memory == b->memory;
+}
+
+bool sf_tune_gpu_equal(const sf_tune_gpu *a, const sf_tune_gpu *b) {
+  return sf_tune_gpu_same_device(a, b) && a->driver_version == b->driver_version &&
+         strcmp(a->nvrtc, b->nvrtc) == 0 && strcmp(a->templates, b->templates) == 0;
+}
+
+sf_tune_section *sf_tune_db_find_section(const sf_tune_db *db, const sf_tune_gpu *gpu) {
+  for (int s = 0; s < db->count; s++)
+    if (sf_tune_gpu_equal(&db->sections[s].gpu, gpu)) return &db->sections[s];
+  return NULL;
+}
+
+sf_tune_entry *sf_tune_section_find(const sf_tune_section *s, const sf_tune_entry *key) {
+  for (int e = 0; e < s->count; e++)
+    if (sf_tune_entry_same_key(&s->entries[e], key)) return &s->entries[e];
+  return NULL;
+}
+
+static bool grow(void **items, int *capacity, int needed, size_t item_size) {
+  if (needed <= *capacity) return true;
+  int next = *capacity ? 2 * *capacity : 8;
+  while (next < needed) next *= 2;
+  void *grown = realloc(*items, (size_t)next * item_size);
+  if (!grown) return false;
+  *items = grown;
+  *capacity = next;
+  return true;
+}
+
+sf_status sf_tune_db_put(sf_tune_db *db, const sf_tune_gpu *gpu, const sf_tune_entry *entry) {
+  sf_tune_section *s = sf_tune_db_find_section(db, gpu);
+  if (!s) {
+    if (!grow((void **)&db->sections, &db->capacity, db->count + 1, sizeof *db->sections))
+      return sf_fail(SF_ENOMEM, "tuning database: out of memory");
+    s = &db->sections[db->count++];
+    memset(s, 0, sizeof *s);
+    s->gpu = *gpu;
+  }
+  sf_tune_entry copy;
+  if (!sf_tune_entry_copy(&copy, entry)) return sf_fail(SF_ENOMEM, "tuning database: out of memory");
+  sf_tune_entry *old = sf_tune_section_find(s, entry);
+  if (old) {
+    sf_tune_entry_free(old);
+    *old = copy;
+    return SF_OK;
+  }
+  if (!grow((void **)&s->entries, &s->capacity, s->count + 1, sizeof *s->entries)) {
+    sf_tune_entry_free(&copy);
+    return sf_fail(SF_ENOMEM, "tuning database: out of memory");
+  }
+  s->entries[s->count++] = copy;
+  return SF_OK;
+}
+
+sf_status sf_tune_db_merge(sf_tune_db *into, const sf_tune_db *from) {
+  for (int s = 0; s < from->count; s++)
+    for (int e = 0; e < from->sections[s].count; e++) {
+      sf_status st = sf_tune_db_put(into, &from->sections[s].gpu, &from->sections[s].entries[e]);
+      if (st != SF_OK) return st;
+    }
+  return SF_OK;
+}
+
+const sf_tune_section *sf_tune_db_match(const sf_tune_db *db, const sf_tune_gpu *gpu, bool *other_templates) {
+  const sf_tune_section *best = NULL;
+  if (other_templates) *other_templates = false;
+  for (int s = 0; s < db->count; s++) {
+    const sf_tune_section *c = &db->sections[s];
+    if (!sf_tune_gpu_same_device(&c->gpu, gpu)) continue;
+    if (strcmp(c->gpu.templates, gpu->templates) != 0) {
+      /* Other templates may reject or mis-serve these knobs: not used. */
+      if (other_templates) *other_templates = true;
+      continue;
+    }
+    if (c->gpu.driver_version == gpu->driver_version && strcmp(c->gpu.nvrtc, gpu->nvrtc) == 0) return c;
+    if (!best) best = c;
+  }
+  return best;
+}
+
+/* ---- JSON: writing --------------------------------------------------------------------- */
+
+static json_t *gpu_json(const sf_tune_gpu *g) {
+  char cc[16];
+  snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
+  return json_pack("{s:s, s:s, s:i, s:I, s:i, s:s, s:s}", "name", g->name, "compute_capability", cc, "sm_count",
+                   g->sm_count, "memory_bytes", (json_int_t)g->memory, "driver_version", g->driver_version,
+                   "nvrtc", g->nvrtc, "templates", g->templates);
+}
+
+static json_t *config_json(int threads, int items, int channels, double median_us) {
+  json_t *j = json_pack("{s:i, s:i, s:i}", "threads", threads, "items", items, "channels", channels);
+  if (j && median_us > 0) json_object_set_new(j, "median_us", json_real(median_us));
+  return j;
+}
+
+static json_t *candidate_json(const sf_tune_candidate *c) {
+  json_t *j = config_json(c->threads, c->items, c->channels, 0);
+  if (!j) return NULL;
+  if (!c->ok) {
+    json_object_set_new(j, "failed", json_string(c->why));
+    return j;
+  }
+  json_object_set_new(j, "median_us", json_real(c->median_us));
+  json_object_set_new(j, "min_us", json_real(c->min_us));
+  json_object_set_new(j, "p90_us", json_real(c->p90_us));
+  json_object_set_new(j, "reps", json_integer(c->reps));
+  if (c->error >= 0) json_object_set_new(j, "error", json_real(c->error));
+  if (c->why[0]) json_object_set_new(j, "note", json_string(c->why));
+  return j;
+}
+
+static json_t *entry_json(const sf_tune_entry *e, bool with_candidates) {
+  char flags[160];
+  sf_tune_flags_format(&e->variant, flags, sizeof flags);
+  json_t *j = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:i}}", "op",
+                        e->variant.op == SF_OP_FWD ? "fwd" : "bwd", "dstate", e->variant.dstate, "dtype",
+                        sf_dtype_name(e->variant.dtype), "flags", flags, "seqlen_bucket", e->seqlen_bucket,
+                        "rows_bucket", e->rows_bucket, "shape", "batch", (json_int_t)e->shape.batch, "dim",
+                        (json_int_t)e->shape.dim, "seqlen", (json_int_t)e->shape.seqlen, "groups",
+                        e->shape.groups);
+  if (!j) return NULL;
+  json_object_set_new(j, "winner", config_json(e->variant.threads, e->variant.items, e->variant.channels, e->winner_us));
+  json_object_set_new(j, "default", config_json(e->default_threads, e->default_items, e->default_channels, e->default_us));
+  json_object_set_new(j, "complete", json_boolean(e->complete));
+  if (e->tuned_at[0]) json_object_set_new(j, "tuned_at", json_string(e->tuned_at));
+  if (with_candidates && e->candidate_count > 0) {
+    json_t *list = json_array();
+    for (int i = 0; i < e->candidate_count; i++) json_array_append_new(list, candidate_json(&e->candidates[i]));
+    json_object_set_new(j, "candidates", list);
+  }
+  return j;
+}
+
+char *sf_tune_db_dump(const sf_tune_db *db, bool with_candidates) {
+  json_t *root = json_pack("{s:s, s:i}", "format", SF_TUNE_DB_FORMAT, "version", SF_TUNE_DB_VERSION);
+  json_t *sections = json_array();
+  if (!root || !sections) {
+    json_decref(root);
+    json_decref(sections);
+    return NULL;
+  }
+  for (int s = 0; s < db->count; s++) {
+    const sf_tune_section *sec = &db->sections[s];
+    json_t *entries = json_array();
+    for (int e = 0; e < sec->count; e++) json_array_append_new(entries, entry_json(&sec->entries[e], with_candidates));
+    json_array_append_new(sections, json_pack("{s:o, s:o}", "gpu", gpu_json(&sec->gpu), "entries", entries));
+  }
+  json_object_set_new(root, "sections", sections);
+  char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+  json_decref(root);
+  return text;
+}
+
+/* ---- JSON: reading ------------------------------------------------------------------ */
+
+/* Where in the file a value is, for messages: "sections[0].entries[3]". */
+typedef struct place {
+  const char *origin;
+  char path[96];
+} place;
+
+static sf_status bad(const place *at, const char *key, const char *what) {
+  return sf_fail(SF_EINVAL, "%s: %s%s%s: %s", at->origin, at->path, key ? "." : "", key ? key : "", what);
+}
+
+static sf_status get_int(const place *at, json_t *obj, const char *key, int64_t lo, int64_t hi, int64_t *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!json_is_integer(v)) return bad(at, key, "expected an integer");
+  if (json_integer_value(v) < lo || json_integer_value(v) > hi) return bad(at, key, "out of range");
+  *out = json_integer_value(v);
+  return SF_OK;
+}
+
+static sf_status get_small(const place *at, json_t *obj, const char *key, int lo, int hi, int *out) {
+  int64_t v;
+  sf_status st = get_int(at, obj, key, lo, hi, &v);
+  if (st == SF_OK) *out = (int)v;
+  return st;
+}
+
+static sf_status get_string(const place *at, json_t *obj, const char *key, char *buf, size_t cap) {
+  json_t *v = json_object_get(obj, key);
+  if (!json_is_string(v)) return bad(at, key, "expected a string");
+  if (strlen(json_string_value(v)) >= cap) return bad(at, key, "too long");
+  strcpy(buf, json_string_value(v));
+  return SF_OK;
+}
+
+/* An optional number; `fallback` when absent. */
+static sf_status get_number(const place *at, json_t *obj, const char *key, double fallback, double *out) {
+  json_t *v = json_object_get(obj, key);
+  *out = fallback;
+  if (!v) return SF_OK;
+  if (!json_is_number(v)) return bad(at, key, "expected a number");
+  *out = json_number_value(v);
+  return SF_OK;
+}
+
+static sf_status parse_gpu(const place *at, json_t *j, sf_tune_gpu *g) {
+  if (!json_is_object(j)) return bad(at, NULL, "expected an object");
+  char cc[16];
+  int64_t memory = 0;
+  sf_status st = get_string(at, j, "name", g->name, sizeof g->name);
+  if (st == SF_OK) st = get_string(at, j, "compute_capability", cc, sizeof cc);
+  if (st == SF_OK && sscanf(cc, "%d.%d", &g->cc_major, &g->cc_minor) != 2)
+    st = bad(at, "compute_capability", "expected MAJOR.MINOR");
+  if (st == SF_OK) st = get_small(at, j, "sm_count", 1, 1 << 20, &g->sm_count);
+  if (st == SF_OK) st = get_int(at, j, "memory_bytes", 0, INT64_MAX, &memory);
+  if (st == SF_OK) st = get_small(at, j, "driver_version", 0, 1 << 30, &g->driver_version);
+  if (st == SF_OK) st = get_string(at, j, "nvrtc", g->nvrtc, sizeof g->nvrtc);
+  if (st == SF_OK) st = get_string(at, j, "templates", g->templates, sizeof g->templates);
+  g->memory = (uint64_t)memory;
+  return st;
+}
+
+static sf_status parse_config(const place *at, json_t *j, int *threads, int *items, int *channels) {
+  if (!json_is_object(j)) return bad(at, NULL, "expected an object");
+  sf_status st = get_small(at, j, "threads", 1, 1024, threads);
+  if (st == SF_OK) st = get_small(at, j, "items", 1, 64, items);
+  if (st == SF_OK) st = get_small(at, j, "channels", 1, 1024, channels);
+  return st;
+}
+
+static sf_status parse_candidate(const place *at, json_t *j, sf_tune_candidate *c) {
+  memset(c, 0, sizeof *c);
+  sf_status st = parse_config(at, j, &c->threads, &c->items, &c->channels);
+  if (st != SF_OK) return st;
+  json_t *failed = json_object_get(j, "failed");
+  if (failed) {
+    if (!json_is_string(failed)) return bad(at, "failed", "expected a string");
+    snprintf(c->why, sizeof c->why, "%s", json_string_value(failed));
+    c->error = -1;
+    return SF_OK;
+  }
+  c->ok = true;
+  st = get_number(at, j, "median_us", -1, &c->median_us);
+  if (st == SF_OK && c->median_us < 0) st = bad(at, "median_us", "expected a number >= 0 (or 'failed')");
+  if (st == SF_OK) st = get_number(at, j, "min_us", c->median_us, &c->min_us);
+  if (st == SF_OK) st = get_number(at, j, "p90_us", c->median_us, &c->p90_us);
+  if (st == SF_OK) st = get_number(at, j, "error", -1, &c->error);
+  if (st == SF_OK) st = get_small(at, j, "reps", 0, 1 << 30, &c->reps);
+  json_t *note = json_object_get(j, "note");
+  if (st == SF_OK && json_is_string(note)) snprintf(c->why, sizeof c->why, "%s", json_string_value(note));
+  return st;
+}
+
+static sf_status parse_entry(const place *at, json_t *j, sf_tune_entry *e) {
+  memset(e, 0, sizeof *e);
+  if (!json_is_object(j)) return bad(at, NULL, "expected an object");
+  char op[8], dtype[8], flags[160];
+  e->variant = sf_variant_default();
+  sf_status st = get_string(at, j, "op", op, sizeof op);
+  if (st == SF_OK) {
+    if (strcmp(op, "fwd") == 0) e->variant.op = SF_OP_FWD;
+    else if (strcmp(op, "bwd") == 0) e->variant.op = SF_OP_BWD;
+    else st = bad(at, "op", "expected \"fwd\" or \"bwd\"");
+  }
+  if (st == SF_OK) st = get_small(at, j, "dstate", 1, 256, &e->variant.dstate);
+  if (st == SF_OK) st = get_string(at, j, "dtype", dtype, sizeof dtype);
+  if (st == SF_OK) {
+    if (strcmp(dtype, "fp32") == 0) e->variant.dtype = SF_FP32;
+    else if (strcmp(dtype, "fp16") == 0) e->variant.dtype = SF_FP16;
+    else if (strcmp(dtype, "bf16") == 0) e->variant.dtype = SF_BF16;
+    else st = bad(at, "dtype", "expected fp32, fp16 or bf16");
+  }
+  if (st == SF_OK) st = get_string(at, j, "flags", flags, sizeof flags);
+  if (st == SF_OK && sf_tune_flags_parse(flags, &e->variant) != SF_OK) st = bad(at, "flags", sf_last_error());
+  if (st == SF_OK) st = get_small(at, j, "seqlen_bucket", 0, 62, &e->seqlen_bucket);
+  if (st == SF_OK) st = get_small(at, j, "rows_bucket", 0, 62, &e->rows_bucket);
+  json_t *shape = json_object_get(j, "shape");
+  if (st == SF_OK && !json_is_object(shape)) st = bad(at, "shape", "expected an object");
+  if (st == SF_OK) st = get_int(at, shape, "batch", 1, INT64_MAX, &e->shape.batch);
+  if (st == SF_OK) st = get_int(at, shape, "dim", 1, INT64_MAX, &e->shape.dim);
+  if (st == SF_OK) st = get_int(at, shape, "seqlen", 1, INT64_MAX, &e->shape.seqlen);
+  if (st == SF_OK) st = get_small(at, shape, "groups", 1, 1 << 30, &e->shape.groups);
+  json_t *winner = json_object_get(j, "winner"), *dflt = json_object_get(j, "default");
+  if (st == SF_OK) st = parse_config(at, winner, &e->variant.threads, &e->variant.items, &e->variant.channels);
+  if (st == SF_OK) st = get_number(at, winner, "median_us", 0, &e->winner_us);
+  if (st == SF_OK && dflt) st = parse_config(at, dflt, &e->default_threads, &e->default_items, &e->default_channels);
+  if (st == SF_OK && dflt) st = get_number(at, dflt, "median_us", 0, &e->default_us);
+  if (st == SF_OK && sf_variant_validate(&e->variant) != SF_OK) st = bad(at, "winner", sf_last_error());
+  json_t *complete = json_object_get(j, "complete"), *tuned = json_object_get(j, "tuned_at");
+  e->complete = complete ? json_is_true(complete) : true;
+  if (json_is_string(tuned)) snprintf(e->tuned_at, sizeof e->tuned_at, "%s", json_string_value(tuned));
+  json_t *list = json_object_get(j, "candidates");
+  if (st == SF_OK && list && !json_is_array(list)) st = bad(at, "candidates", "expected an array");
+  if (st == SF_OK && json_array_size(list) > 0) {
+    e->candidates = calloc(json_array_size(list), sizeof *e->candidates);
+    if (!e->candidates) return sf_fail(SF_ENOMEM, "tuning database: out of memory");
+    for (size_t i = 0; i < json_array_size(list) && st == SF_OK; i++) {
+      place inner = *at;
+      snprintf(inner.path, sizeof inner.path, "%s.candidates[%zu]", at->path, i);
+      st = parse_candidate(&inner, json_array_get(list, i), &e->candidates[i]);
+      e->candidate_count = (int)i + 1;
+    }
+  }
+  if (st != SF_OK) sf_tune_entry_free(e);
+  return st;
+}
+
+sf_status sf_tune_db_parse(const char *text, size_t length, const char *origin, sf_tune_db *out) {
+  sf_tune_db_init(out);
+  json_error_t error;
+  json_t *root = json_loadb(text, length, JSON_REJECT_DUPLICATES, &error);
+  if (!root) return sf_fail(SF_EINVAL, "%s: not JSON: line %d column %d: %s", origin, error.line, error.column, error.text);
+  place at = {origin, ""};
+  sf_status st = SF_OK;
+  json_t *format = json_object_get(root, "format"), *version = json_object_get(root, "version");
+  json_t *sections = json_object_get(root, "sections");
+  if (!json_is_object(root) || !json_is_string(format) || strcmp(json_string_value(format), SF_TUNE_DB_FORMAT) != 0)
+    st = sf_fail(SF_EINVAL, "%s: not a scanforge tuning database (no \"format\": \"%s\")", origin, SF_TUNE_DB_FORMAT);
+  else if (!json_is_integer(version))
+    st = sf_fail(SF_EINVAL, "%s: no integer \"version\"", origin);
+  else if (json_integer_value(version) != SF_TUNE_DB_VERSION)
+    st = sf_fail(SF_EINVAL, "%s: format version %lld, this build reads version %d", origin,
+                 (long long)json_integer_value(version), SF_TUNE_DB_VERSION);
+  else if (!json_is_array(sections))
+    st = bad(&at, "sections", "expected an array");
+  for (size_t s = 0; st == SF_OK && s < json_array_size(sections); s++) {
+    json_t *sec = json_array_get(sections, s);
+    snprintf(at.path, sizeof at.path, "sections[%zu].gpu", s);
+    sf_tune_gpu gpu;
+    memset(&gpu, 0, sizeof gpu);
+    st = json_is_object(sec) ? parse_gpu(&at, json_object_get(sec, "gpu"), &gpu) : bad(&at, NULL, "expected an object");
+    json_t *entries = json_object_get(sec, "entries");
+    if (st == SF_OK && !json_is_array(entries)) {
+      snprintf(at.path, sizeof at.path, "sections[%zu]", s);
+      st = bad(&at, "entries", "expected an array");
+    }
+    for (size_t e = 0; st == SF_OK && e < json_array_size(entries); e++) {
+      snprintf(at.path, sizeof at.path, "sections[%zu].entries[%zu]", s, e);
+      sf_tune_entry entry;
+      st = parse_entry(&at, json_array_get(entries, e), &entry);
+      if (st == SF_OK) {
+        st = sf_tune_db_put(out, &gpu, &entry);
+        sf_tune_entry_free(&entry);
+      }
+    }
+  }
+  json_decref(root);
+  if (st != SF_OK) sf_tune_db_free(out);
+  return st;
+}
+
+/* ---- files --------------------------------------------------------------------------- */
+
+char *sf_tune_db_default_path(void) {
+  const char *named = getenv("SCANFORGE_TUNING_DB");
+  if (named && named[0]) return strdup(named);
+  char *dir = sf_cache_default_dir();
+  if (!dir) return NULL;
+  size_t n = strlen(dir) + sizeof "/tuning.json";
+  char *path = malloc(n);
+  if (path) snprintf(path, n, "%s/tuning.json", dir);
+  free(dir);
+  if (!path) sf_fail(SF_ENOMEM, "out of memory");
+  return path;
+}
+
+static char *format_warning(const char *fmt, const char *a, const char *b) {
+  size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
+  char *w = malloc(n);
+  if (w) snprintf(w, n, fmt, a, b);
+  return w;
+}
+
+/* The whole file into a new NUL-terminated buffer; NULL with errno set on failure. */
+static char *read_all(int fd, size_t *length) {
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    if (n + 1 >= cap) {
+      char *grown = realloc(buf, cap *= 2);
+      if (!grown) {
+        free(buf);
+        errno = ENOMEM;
+        return NULL;
+      }
+      buf = grown;
+    }
+    ssize_t got = read(fd, buf + n, cap - n - 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      int err = errno;
+      free(buf);
+      errno = err;
+      return NULL;
+    }
+    if (got == 0) break;
+    n += (size_t)got;
+  }
+  if (buf) buf[n] = '\0';
+  *length = n;
+  return buf;
+}
+
+sf_status sf_tune_db_load(const char *path, sf_tune_db *out, char **warning) {
+  sf_tune_db_init(out);
+  if (warning) *warning = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return SF_OK; /* nothing tuned yet */
+    if (warning) *warning = format_warning("tuning database %s cannot be read (%s): ignored", path, strerror(errno));
+    return SF_OK;
+  }
+  size_t length = 0;
+  char *text = read_all(fd, &length);
+  int err = errno;
+  close(fd);
+  if (!text) {
+    if (warning) *warning = format_warning("tuning database %s cannot be read (%s): ignored", path, strerror(err));
+    return SF_OK;
+  }
+  sf_status st = sf_tune_db_parse(text, length, path, out);
+  free(text);
+  if (st == SF_ENOMEM) return st;
+  if (st != SF_OK && warning) *warning = format_warning("tuning database %s%s: ignored", sf_last_error(), "");
+  return SF_OK;
+}
+
+/* mkdir -p for the directory part of `path`. */
+static sf_status make_parent_dirs(const char *path) {
+  char *p = strdup(path);
+  if (!p) return sf_fail(SF_ENOMEM, "out of memory");
+  char *slash = strrchr(p, '/');
+  sf_status st = SF_OK;
+  if (slash && slash != p) {
+    *slash = '\0';
+    for (char *q = p + 1; st == SF_OK; q++) {
+      if (*q != '/' && *q != '\0') continue;
+      char saved = *q;
+      *q = '\0';
+      if (mkdir(p, 0700) != 0 && errno != EEXIST) st = sf_fail(SF_EIO, "cannot create %s: %s", p, strerror(errno));
+      *q = saved;
+      if (saved == '\0') break;
+    }
+  }
+  free(p);
+  return st;
+}
+
+static sf_status write_all(int fd, const char *text, size_t n, const char *path) {
+  while (n > 0) {
+    ssize_t put = write(fd, text, n);
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) return sf_fail(SF_EIO, "cannot write %s: %s", path, strerror(errno));
+    text += put;
+    n -= (size_t)put;
+  }
+  return SF_OK;
+}
+
+/* Writes the database to a temporary file beside `path`, syncs it and renames it over. */
+static sf_status publish(const char *path, const sf_tune_db *db) {
+  char *text = sf_tune_db_dump(db, true);
+  size_t n = strlen(path) + 16;
+  char *tmp = malloc(n);
+  if (!text || !tmp) {
+    free(text);
+    free(tmp);
+    return sf_fail(SF_ENOMEM, "tuning database: out of memory");
+  }
+  snprintf(tmp, n, "%s.XXXXXX", path);
+  sf_status st = SF_OK;
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    st = sf_fail(SF_EIO, "cannot create a temporary file beside %s: %s", path, strerror(errno));
+  } else {
+    fchmod(fd, 0644); /* a readable file, like any other result */
+    st = write_all(fd, text, strlen(text), tmp);
+    if (st == SF_OK) st = write_all(fd, "\n", 1, tmp);
+    if (st == SF_OK && fsync(fd) != 0) st = sf_fail(SF_EIO, "cannot sync %s: %s", tmp, strerror(errno));
+    close(fd);
+    if (st == SF_OK && rename(tmp, path) != 0)
+      st = sf_fail(SF_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (st != SF_OK) unlink(tmp);
+  }
+  free(text);
+  free(tmp);
+  return st;
+}
+
+sf_status sf_tune_db_save(const char *path, const sf_tune_db *additions, char **warning) {
+  if (warning) *warning = NULL;
+  sf_status st = make_parent_dirs(path);
+  if (st != SF_OK) return st;
+  size_t n = strlen(path) + sizeof ".lock";
+  char *lock_path = malloc(n);
+  if (!lock_path) return sf_fail(SF_ENOMEM, "out of memory");
+  snprintf(lock_path, n, "%s.lock", path);
+  /* The lock file stays: removing it would let a waiter lock an unlinked inode. */
+  int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) {
+    st = sf_fail(SF_EIO, "cannot open %s: %s", lock_path, strerror(errno));
+    free(lock_path);
+    return st;
+  }
+  int rc;
+  while ((rc = flock(lock, LOCK_EX)) != 0 && errno == EINTR) {
+  }
+  if (rc != 0) {
+    st = sf_fail(SF_EIO, "cannot lock %s: %s", lock_path, strerror(errno));
+  } else {
+    /* Under the lock: what is on disk now, plus ours. */
+    sf_tune_db merged;
+    st = sf_tune_db_load(path, &merged, warning);
+    if (st == SF_OK) st = sf_tune_db_merge(&merged, additions);
+    if (st == SF_OK) st = publish(path, &merged);
+    sf_tune_db_free(&merged);
+  }
+  close(lock); /* releases the flock */
+  free(lock_path);
+  return st;
+}

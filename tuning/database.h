@@ -1,0 +1,146 @@
+/* database.h: the tuning database: per GPU, the winning launch configuration of each shape bucket. */
+#ifndef SCANFORGE_TUNING_DATABASE_H
+#define SCANFORGE_TUNING_DATABASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scanforge/scanforge.h"
+
+/* The file is JSON (docs/tuning.md shows one):
+ *   {"format": "scanforge-tuning", "version": 1,
+ *    "sections": [{"gpu": {...}, "entries": [{...}, ...]}, ...]}
+ * A file of another format or version is ignored as a whole. */
+#define SF_TUNE_DB_FORMAT "scanforge-tuning"
+#define SF_TUNE_DB_VERSION 1
+
+/* What a section is measured on: the GPU's identity (name, compute capability, SM count,
+ * memory) and the software that shaped the kernels (driver, NVRTC, template set). */
+typedef struct sf_tune_gpu {
+  char name[256];
+  int cc_major, cc_minor;
+  int sm_count;
+  uint64_t memory;     /* bytes */
+  int driver_version;  /* 13000 for CUDA 13.0 */
+  char nvrtc[16];      /* "13.0" */
+  char templates[24];  /* the template set's hash, 16 hex digits */
+} sf_tune_gpu;
+
+/* The shape a measurement was taken on. */
+typedef struct sf_tune_shape {
+  int64_t batch, dim, seqlen;
+  int groups;
+} sf_tune_shape;
+
+/* One candidate configuration and what became of it. */
+typedef struct sf_tune_candidate {
+  int threads, items, channels;
+  bool ok;            /* it ran, passed the check and was timed */
+  char why[256];      /* when !ok: why not ("out of GPU resources: ...", "failed the check: ...") */
+  double median_us, min_us, p90_us;
+  int reps;           /* timed repetitions (fewer when stopped early: see docs/tuning.md) */
+  double error;       /* relative error against the reference in the check; < 0 when not checked */
+} sf_tune_candidate;
+
+/* One (op, dstate, dtype, flags, shape bucket) entry. `variant` holds op, dstate, dtype
+ * and the flags (z, D, delta_bias, softplus, B, C, deterministic); its threads, items and
+ * channels are the winner's. */
+typedef struct sf_tune_entry {
+  sf_variant variant;
+  sf_tune_shape shape;        /* what was measured; its buckets are the key */
+  int seqlen_bucket, rows_bucket;
+  int default_threads, default_items, default_channels; /* the heuristics' choice */
+  double winner_us, default_us; /* medians, measured in the same run */
+  bool complete;              /* every candidate was tried (false: stopped by a budget) */
+  char tuned_at[32];          /* UTC, ISO 8601 */
+  sf_tune_candidate *candidates; /* may be NULL (shipped defaults keep the winner only) */
+  int candidate_count;
+} sf_tune_entry;
+
+typedef struct sf_tune_section {
+  sf_tune_gpu gpu;
+  sf_tune_entry *entries;
+  int count, capacity;
+} sf_tune_section;
+
+typedef struct sf_tune_db {
+  sf_tune_section *sections;
+  int count, capacity;
+} sf_tune_db;
+
+/* ---- buckets -------------------------------------------------------------------------
+ * A shape's bucket is (ceil(log2 L), ceil(log2 (batch * dim))): bucket k holds the values
+ * in (2^(k-1), 2^k], so L = 49 and L = 64 share bucket 6 and L = 65 starts bucket 7. */
+int sf_tune_bucket(int64_t value);
+
+/* ---- entries ------------------------------------------------------------------------ */
+
+/* The flags of a variant as a spec fragment: "z=1,D=1,delta_bias=1,softplus=1,B=var,C=var,deterministic=0". */
+void sf_tune_flags_format(const sf_variant *v, char *buf, size_t cap);
+/* Sets the flags of *v from such a fragment; SF_EINVAL for any other key. */
+sf_status sf_tune_flags_parse(const char *text, sf_variant *v);
+
+/* True when two entries have the same key: op, dstate, dtype, flags and both buckets. */
+bool sf_tune_entry_same_key(const sf_tune_entry *a, const sf_tune_entry *b);
+/* A deep copy (candidates included); false when out of memory. */
+bool sf_tune_entry_copy(sf_tune_entry *dst, const sf_tune_entry *src);
+void sf_tune_entry_free(sf_tune_entry *e);
+
+/* ---- the in-memory database --------------------------------------------------------- */
+
+void sf_tune_db_init(sf_tune_db *db);
+void sf_tune_db_free(sf_tune_db *db);
+
+/* Exactly the same GPU and software. */
+bool sf_tune_gpu_equal(const sf_tune_gpu *a, const sf_tune_gpu *b);
+/* The same GPU model and memory (name, compute capability, SM count, memory). */
+bool sf_tune_gpu_same_device(const sf_tune_gpu *a, const sf_tune_gpu *b);
+
+/* The section of exactly this GPU and software, or NULL. */
+sf_tune_section *sf_tune_db_find_section(const sf_tune_db *db, const sf_tune_gpu *gpu);
+/* The entry of the section with the key of `key`, or NULL. */
+sf_tune_entry *sf_tune_section_find(const sf_tune_section *s, const sf_tune_entry *key);
+
+/* Adds (a copy of) the entry to the section of `gpu`, creating the section, replacing an
+ * entry of the same key. SF_ENOMEM when out of memory. */
+sf_status sf_tune_db_put(sf_tune_db *db, const sf_tune_gpu *gpu, const sf_tune_entry *entry);
+/* Puts every entry of `from` into `into` (later ones win). */
+sf_status sf_tune_db_merge(sf_tune_db *into, const sf_tune_db *from);
+
+/* The section to use on `gpu`: the same device and template set; of those, the one whose
+ * driver and NVRTC match too, else the first. NULL when none. *other_templates (may be
+ * NULL) is set when a section of the same device was skipped for its template set. */
+const sf_tune_section *sf_tune_db_match(const sf_tune_db *db, const sf_tune_gpu *gpu,
+                                        bool *other_templates);
+
+/* ---- JSON ----------------------------------------------------------------------------- */
+
+/* Parses a database from text. A text that is not such a database fails with SF_EINVAL
+ * and a message that says what is wrong and where (`origin` names the text). */
+sf_status sf_tune_db_parse(const char *text, size_t length, const char *origin, sf_tune_db *out);
+/* The database as indented JSON, a new string (free() it); NULL when out of memory.
+ * with_candidates false leaves every entry's candidates out (for shipped defaults). */
+char *sf_tune_db_dump(const sf_tune_db *db, bool with_candidates);
+
+/* ---- files ---------------------------------------------------------------------------- */
+
+/* $SCANFORGE_TUNING_DB, else tuning.json in $SCANFORGE_CACHE_DIR, else in
+ * $XDG_CACHE_HOME/scanforge, else in ~/.cache/scanforge: a new string (free() it), or
+ * NULL with the message set. */
+char *sf_tune_db_default_path(void);
+
+/* Reads the file at `path` into *out. A missing file gives an empty database and SF_OK.
+ * A file that cannot be read or parsed, or has another format or version, also gives an
+ * empty database and SF_OK, with *warning (may be NULL) set to a new string that says
+ * why (free() it): a bad tuning file is never fatal. */
+sf_status sf_tune_db_load(const char *path, sf_tune_db *out, char **warning);
+
+/* Adds the entries of `additions` to the file at `path` without losing entries another
+ * process writes at the same time: takes an exclusive lock on "<path>.lock", re-reads the
+ * file, merges, writes a temporary file beside it, fsyncs it and renames it over the
+ * file. A corrupt file is replaced (*warning says so). SF_EIO when the file cannot be
+ * written. */
+sf_status sf_tune_db_save(const char *path, const sf_tune_db *additions, char **warning);
+
+#endif

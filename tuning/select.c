@@ -1,0 +1,153 @@
+/* select.c: the databases read once per process, a table per device, and the choice for each call. */
+#include "tuning/select.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "generator/template_set.h"
+#include "runtime/compile.h"
+#include "runtime/cuda_context.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/error.h"
+#include "tuning/defaults.h"
+#include "tuning/heuristics.h"
+#include "tuning/lookup.h"
+
+/* ---- read once per process ------------------------------------------------------------ */
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static bool disabled;
+static char *user_path;
+static sf_tune_db user_db, defaults_db;
+
+/* The first warning only: the caller shows it once. 0 none, 1 being written, 2 ready. */
+static char warning_text[1024];
+static atomic_int warning_state;
+
+static void set_warning(const char *text) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&warning_state, &expected, 1)) return;
+  snprintf(warning_text, sizeof warning_text, "%s", text);
+  atomic_store(&warning_state, 2);
+}
+
+static bool env_says_off(void) {
+  const char *v = getenv("SCANFORGE_TUNING");
+  return v && (strcasecmp(v, "off") == 0 || strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 ||
+               strcasecmp(v, "false") == 0);
+}
+
+static void load(void) {
+  if (env_says_off()) {
+    disabled = true;
+    return;
+  }
+  char *warning = NULL;
+  user_path = sf_tune_db_default_path();
+  if (user_path && sf_tune_db_load(user_path, &user_db, &warning) != SF_OK) sf_tune_db_init(&user_db);
+  if (warning) set_warning(warning);
+  free(warning);
+  warning = NULL;
+  if (sf_tune_defaults_load(&defaults_db, &warning) != SF_OK) sf_tune_db_init(&defaults_db);
+  if (warning) set_warning(warning);
+  free(warning);
+}
+
+bool sf_tune_enabled(void) {
+  pthread_once(&load_once, load);
+  return !disabled;
+}
+
+const char *sf_tuning_warning(void) {
+  pthread_once(&load_once, load);
+  return atomic_load(&warning_state) == 2 ? warning_text : NULL;
+}
+
+/* ---- the device's key ------------------------------------------------------------------- */
+
+sf_status sf_tune_gpu_of_device(int ordinal, sf_tune_gpu *out) {
+  memset(out, 0, sizeof *out);
+  sf_device_info info;
+  sf_status st = sf_device_get_info(ordinal, &info);
+  if (st != SF_OK) return st;
+  snprintf(out->name, sizeof out->name, "%s", info.name);
+  out->cc_major = info.cc_major;
+  out->cc_minor = info.cc_minor;
+  out->sm_count = info.sm_count;
+  out->memory = info.total_memory;
+  out->driver_version = info.driver_version;
+  int major = 0, minor = 0;
+  if (sf_nvrtc_version(&major, &minor) == SF_OK)
+    snprintf(out->nvrtc, sizeof out->nvrtc, "%d.%d", major, minor);
+  else
+    snprintf(out->nvrtc, sizeof out->nvrtc, "none");
+  uint64_t hash = 0;
+  st = sf_template_set_hash(&hash);
+  if (st != SF_OK) return st;
+  snprintf(out->templates, sizeof out->templates, "%016llx", (unsigned long long)hash);
+  return SF_OK;
+}
+
+/* ---- a table per device, built on its first call ------------------------------------------ */
+
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(sf_tune_table *) tables[SF_MAX_DEVICES];
+static atomic_int built[SF_MAX_DEVICES]; /* 1 once tables[d] is final (NULL: nothing tuned) */
+
+static sf_tune_table *build_table(int ordinal) {
+  sf_tune_gpu gpu;
+  if (sf_tune_gpu_of_device(ordinal, &gpu) != SF_OK) return NULL;
+  bool user_stale = false;
+  const sf_tune_section *user = sf_tune_db_match(&user_db, &gpu, &user_stale);
+  const sf_tune_section *defaults = sf_tune_db_match(&defaults_db, &gpu, NULL);
+  if (!user && user_stale) {
+    char text[768];
+    snprintf(text, sizeof text,
+             "tuning database %s: the entries for %s were measured with another template set and "
+             "are not used (run 'scanforge tune' again)",
+             user_path ? user_path : "", gpu.name);
+    set_warning(text);
+  }
+  sf_tune_table *table = NULL;
+  if ((user || defaults) && sf_tune_table_build(user, defaults, &table) != SF_OK) return NULL;
+  return table;
+}
+
+/* The table of the calling thread's device; NULL when there is none or nothing is tuned. */
+static const sf_tune_table *current_table(void) {
+  const sf_cu *cu;
+  if (sf_cu_load(&cu) != SF_OK) return NULL;
+  CUcontext context = NULL;
+  CUdevice device = 0;
+  if (cu->CtxGetCurrent(&context) != CUDA_SUCCESS) return NULL;
+  if (context ? cu->CtxGetDevice(&device) != CUDA_SUCCESS : cu->DeviceGet(&device, 0) != CUDA_SUCCESS)
+    return NULL;
+  if (device < 0 || device >= SF_MAX_DEVICES) return NULL;
+  if (!atomic_load_explicit(&built[device], memory_order_acquire)) {
+    pthread_mutex_lock(&build_lock);
+    if (!atomic_load_explicit(&built[device], memory_order_relaxed)) {
+      atomic_store_explicit(&tables[device], build_table(context ? -1 : 0), memory_order_relaxed);
+      atomic_store_explicit(&built[device], 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&build_lock);
+  }
+  return atomic_load_explicit(&tables[device], memory_order_relaxed);
+}
+
+/* ---- the choice ------------------------------------------------------------------------------ */
+
+void sf_tune_configure(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
+                       const sf_launch *launch) {
+  if (v->op == SF_OP_BWD)
+    sf_heuristic_configure_bwd(v, batch, dim, groups, seqlen);
+  else
+    sf_heuristic_configure(v, batch, dim, seqlen);
+  if (launch && launch->untuned) return;
+  pthread_once(&load_once, load);
+  if (disabled || (user_db.count == 0 && defaults_db.count == 0)) return;
+  sf_tune_table_lookup(current_table(), v, batch, dim, groups, seqlen);
+}
