@@ -46,6 +46,8 @@ static void usage(FILE *out) {
           "                 with --dtype: every table shape in each type of LIST. Rows of a\n"
           "                 file without a type run in each type of LIST (default fp32,bf16)\n"
           "  --json FILE    also write every number to FILE as JSON\n"
+          "  --spec SPEC    launch knobs (threads, items, channels, states) for every row,\n"
+          "                 in place of the tuned or heuristic choice\n"
           "  --reps N       timed launches per row (default 50)\n"
           "  --warmup N     untimed launches per row first (default 10)\n"
           "  -h, --help     this text\n"
@@ -485,12 +487,15 @@ typedef struct row_result {
   double bytes, exps, floor_ms;
 } row_result;
 
+/* --spec: launch knobs applied to every row (for exploring variants by hand). */
+static const char *launch_spec;
+
 static sf_status time_row(gpu *g, const bench_row *r, int reps, int warmup, row_result *out) {
   row_buffers b;
   sf_status st = buffers_alloc(g, r, warmup + reps, &b);
   if (st != SF_OK) return st;
   out->sets = b.sets;
-  sf_launch launch = {.stream = g->stream};
+  sf_launch launch = {.stream = g->stream, .spec = launch_spec};
   sf_scan_fwd_args args = row_args(r, &b, 0);
   const sf_kernel *kernel;
   st = sf_scan_fwd_variant(&args, &launch, &out->variant);
@@ -716,11 +721,12 @@ typedef struct bench_options {
 } bench_options;
 
 static int parse(int argc, char **argv, bench_options *o) {
-  enum { OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP };
+  enum { OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP, OPT_SPEC };
   static const struct option options[] = {
       {"rows", required_argument, NULL, OPT_ROWS}, {"dtype", required_argument, NULL, OPT_DTYPE},
       {"json", required_argument, NULL, OPT_JSON}, {"reps", required_argument, NULL, OPT_REPS},
-      {"warmup", required_argument, NULL, OPT_WARMUP}, {"help", no_argument, NULL, 'h'},
+      {"warmup", required_argument, NULL, OPT_WARMUP}, {"spec", required_argument, NULL, OPT_SPEC},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   optind = 1;
@@ -733,6 +739,7 @@ static int parse(int argc, char **argv, bench_options *o) {
           return usage_error("--dtype: expected a comma-separated list of distinct fp32, fp16, bf16, got '%s'", optarg);
         break;
       case OPT_JSON: o->json_path = optarg; break;
+      case OPT_SPEC: launch_spec = optarg; break;
       case OPT_REPS:
         if (!cli_parse_positive(optarg, 1000000, &o->reps))
           return usage_error("--reps: expected an integer in 1..1000000, got '%s'", optarg);
