@@ -115,8 +115,8 @@ absl::Status CheckScanInputs(const ScanInputs& in, ScanDims* dims) {
   else SF_CHECK(CheckAbsent(in.z, "z", "has_z"));
   if (in.has_delta_bias) SF_CHECK(Match(in.delta_bias, "delta_bias", "(dim,)", {&dim}));
   else SF_CHECK(CheckAbsent(in.delta_bias, "delta_bias", "has_delta_bias"));
-  if (in.has_h0) SF_CHECK(Match(in.h0, "h0", "(batch, dim, N)", {&batch, &dim, &N}));
-  else SF_CHECK(CheckAbsent(in.h0, "h0", "has_h0"));
+  if (in.has_h0) SF_CHECK(Match(in.h0, "h0 (initial_state)", "(batch, dim, N)", {&batch, &dim, &N}));
+  else SF_CHECK(CheckAbsent(in.h0, "h0 (initial_state)", "has_h0"));
 #undef SF_CHECK
   if (N.value >= 0 && (N.value < 1 || N.value > 256))
     return absl::InvalidArgumentError(
