@@ -16,11 +16,10 @@
 #include "runtime/cuda_context.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
-#include "runtime/half.h"
 #include "runtime/kernels.h"
-#include "runtime/random_inputs.h"
 #include "runtime/target.h"
 #include "scanforge/scanforge.h"
+#include "tuning/measure.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -48,6 +47,9 @@ static void usage(FILE *out) {
           "  --json FILE    also write every number to FILE as JSON\n"
           "  --spec SPEC    launch knobs (threads, items, channels, states) for every row,\n"
           "                 in place of the tuned or heuristic choice\n"
+          "  --tuned        launch configurations from the tuning database, else the\n"
+          "                 heuristics (the default; docs/tuning.md)\n"
+          "  --untuned      the heuristics alone, to compare with --tuned\n"
           "  --reps N       timed launches per row (default 50)\n"
           "  --warmup N     untimed launches per row first (default 10)\n"
           "  -h, --help     this text\n"
@@ -236,32 +238,6 @@ static void row_label(const bench_row *r, char *buf, size_t cap) {
 
 /* ---- the GPU ------------------------------------------------------------------------ */
 
-/* Keeps the GPU busy while the host queues the timed launch between its two events, so
- * that the events measure the kernel and not the host's enqueue time. Hand-written PTX:
- * it needs no NVRTC and the driver compiles it for any GPU. */
-static const char spin_ptx[] =
-    ".version 7.5\n"
-    ".target sm_75\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry sf_bench_spin(\n"
-    "\t.param .u64 sf_bench_spin_ns\n"
-    ")\n"
-    "{\n"
-    "\t.reg .pred %p<2>;\n"
-    "\t.reg .b64 %rd<5>;\n"
-    "\n"
-    "\tld.param.u64 %rd1, [sf_bench_spin_ns];\n"
-    "\tmov.u64 %rd2, %globaltimer;\n"
-    "SPIN:\n"
-    "\tmov.u64 %rd3, %globaltimer;\n"
-    "\tsub.s64 %rd4, %rd3, %rd2;\n"
-    "\tsetp.lt.u64 %p1, %rd4, %rd1;\n"
-    "\t@%p1 bra SPIN;\n"
-    "\tret;\n"
-    "}\n";
-static const unsigned long long SPIN_NS = 100000;
-
 /* Bytes of one set of a row's tensors must reach this before sets stop being added. */
 static const double WORKING_SET_BYTES = 128.0 * 1024 * 1024;
 
@@ -270,65 +246,14 @@ typedef struct gpu {
   sf_context *ctx;
   sf_device_info info;
   sf_target target;
-  CUstream stream;
-  CUevent start, stop;
-  CUmodule spin_module;
-  CUfunction spin; /* NULL when it could not be loaded */
+  sf_timer timer; /* its stream, events and spin kernel (tuning/measure.h) */
   double copy_bytes_per_s;
   double exp2_per_s;
 } gpu;
 
-static int compare_float(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
-typedef struct timing {
-  double median, min, p90; /* ms */
-} timing;
-
-static timing summarize(float *ms, int n) {
-  qsort(ms, (size_t)n, sizeof *ms, compare_float);
-  timing t = {.min = ms[0], .median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2])};
-  int k = (int)ceil(0.9 * n) - 1;
-  t.p90 = ms[k < 0 ? 0 : k];
-  return t;
-}
-
-static sf_status event_ms(gpu *g, float *ms) {
-  sf_status st = sf_cu_check(g->cu->EventSynchronize(g->stop), "cuEventSynchronize");
-  if (st == SF_OK) st = sf_cu_check(g->cu->EventElapsedTime(ms, g->start, g->stop), "cuEventElapsedTime");
-  return st;
-}
-
-/* Device-to-device copy bandwidth (bytes read + written per second): median of 10 copies
- * of 1 GiB, or less when memory is short. */
+/* Device-to-device copy bandwidth (tuning/measure.c). */
 static sf_status measure_copy(gpu *g, size_t *bytes_used) {
-  const sf_cu *cu = g->cu;
-  CUdeviceptr src = 0, dst = 0;
-  size_t bytes = (size_t)1 << 30;
-  for (; bytes >= ((size_t)64 << 20); bytes /= 2) {
-    if (cu->MemAlloc(&src, bytes) != CUDA_SUCCESS) continue;
-    if (cu->MemAlloc(&dst, bytes) == CUDA_SUCCESS) break;
-    cu->MemFree(src);
-    src = 0;
-  }
-  if (!dst) return sf_fail(SF_ENOMEM, "copy bandwidth: cannot allocate two buffers of 64 MiB");
-  float ms[10];
-  sf_status st = sf_cu_check(cu->MemsetD8Async(src, 0x5a, bytes, g->stream), "cuMemsetD8Async");
-  for (int i = -2; i < 10 && st == SF_OK; i++) { /* two untimed copies first */
-    st = sf_cu_check(cu->EventRecord(g->start, g->stream), "cuEventRecord");
-    if (st == SF_OK) st = sf_cu_check(cu->MemcpyDtoDAsync(dst, src, bytes, g->stream), "cuMemcpyDtoDAsync");
-    if (st == SF_OK) st = sf_cu_check(cu->EventRecord(g->stop, g->stream), "cuEventRecord");
-    if (st == SF_OK) st = event_ms(g, &ms[i < 0 ? 0 : i]);
-  }
-  cu->MemFree(src);
-  cu->MemFree(dst);
-  if (st != SF_OK) return st;
-  timing t = summarize(ms, 10);
-  g->copy_bytes_per_s = 2.0 * (double)bytes / (t.median * 1e-3);
-  *bytes_used = bytes;
-  return SF_OK;
+  return sf_timer_copy_bandwidth(&g->timer, &g->copy_bytes_per_s, bytes_used);
 }
 
 static sf_status gpu_open(gpu *g) {
@@ -338,140 +263,36 @@ static sf_status gpu_open(gpu *g) {
   if (st == SF_OK) st = sf_device_get_info(0, &g->info);
   if (st == SF_OK) st = sf_context_create(NULL, &g->ctx);
   if (st == SF_OK) st = sf_context_target(g->ctx, &g->target);
-  if (st == SF_OK) st = sf_cu_check(g->cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  if (st == SF_OK) st = sf_cu_check(g->cu->EventCreate(&g->start, CU_EVENT_DEFAULT), "cuEventCreate");
-  if (st == SF_OK) st = sf_cu_check(g->cu->EventCreate(&g->stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  if (st == SF_OK) st = sf_timer_open(&g->timer);
   if (st != SF_OK) return st;
-  if (g->cu->ModuleLoadData(&g->spin_module, spin_ptx) != CUDA_SUCCESS ||
-      g->cu->ModuleGetFunction(&g->spin, g->spin_module, "sf_bench_spin") != CUDA_SUCCESS)
-    g->spin = NULL;
   g->exp2_per_s = 16.0 * g->info.sm_count * g->info.clock_khz * 1e3;
   return SF_OK;
 }
 
 static void gpu_close(gpu *g) {
-  if (g->cu) {
-    if (g->spin_module) g->cu->ModuleUnload(g->spin_module);
-    if (g->start) g->cu->EventDestroy(g->start);
-    if (g->stop) g->cu->EventDestroy(g->stop);
-    if (g->stream) g->cu->StreamDestroy(g->stream);
-  }
+  sf_timer_close(&g->timer);
   sf_context_destroy(g->ctx);
 }
 
 /* ---- one row's tensors ---------------------------------------------------------------- */
 
-enum { T_U, T_DELTA, T_Z, T_B, T_C, T_A, T_D, T_BIAS, T_OUT, T_LAST, T_SAVED, TENSORS };
-
-typedef struct row_buffers {
-  CUdeviceptr base[TENSORS];
-  size_t count[TENSORS];  /* elements of one set */
-  int size[TENSORS];      /* bytes per element */
-  size_t stride[TENSORS]; /* bytes from one set to the next: 256-aligned */
-  size_t set_bytes;
-  int sets;
-} row_buffers;
-
-static void layout(const bench_row *r, row_buffers *b) {
-  const size_t seq = (size_t)(r->batch * r->dim * r->seqlen);
-  const size_t bc = (size_t)(r->batch * r->dstate * r->seqlen); /* one group */
-  const size_t state = (size_t)(r->batch * r->dim * r->dstate);
-  const size_t counts[TENSORS] = {seq, seq, r->z ? seq : 0, bc, bc, (size_t)(r->dim * r->dstate),
-                                  (size_t)r->dim, (size_t)r->dim, seq, state,
-                                  state * (size_t)sf_scan_saved_states(r->seqlen)};
-  const int es = sf_dtype_size(r->dtype);
-  const int sizes[TENSORS] = {es, es, es, es, es, 4, 4, 4, es, 4, 4};
-  memset(b, 0, sizeof *b);
-  for (int i = 0; i < TENSORS; i++) {
-    b->count[i] = counts[i];
-    b->size[i] = sizes[i];
-    b->stride[i] = (counts[i] * (size_t)sizes[i] + 255) / 256 * 256;
-    b->set_bytes += b->stride[i];
-  }
+static sf_measure_shape row_shape(const bench_row *r) {
+  return (sf_measure_shape){.batch = r->batch, .dim = r->dim, .seqlen = r->seqlen, .dstate = r->dstate,
+                            .groups = 1, .dtype = r->dtype, .z = r->z, .D = true, .delta_bias = true,
+                            .softplus = true, .B_var = true, .C_var = true};
 }
 
 /* What a row's call moves at least: every input read once, every output written once. */
 static double row_bytes(const bench_row *r) {
-  row_buffers b;
-  layout(r, &b);
-  double bytes = 0;
-  for (int i = 0; i < TENSORS; i++) bytes += (double)b.count[i] * b.size[i];
-  return bytes;
+  sf_measure_shape shape = row_shape(r);
+  return sf_measure_call_bytes(&shape);
 }
 
-/* Draws tensor i of every set on the host, for its role, and copies it over once. */
-static sf_status fill(const sf_cu *cu, row_buffers *b, int i, sf_dtype dtype, rng *r) {
-  const size_t n = b->count[i], bytes = b->stride[i] * (size_t)b->sets;
-  if (i == T_OUT || i == T_LAST || i == T_SAVED) /* outputs: overwritten by every launch */
-    return sf_cu_check(cu->MemsetD8(b->base[i], 0, bytes), "cuMemsetD8");
-  unsigned char *host = calloc(1, bytes);
-  float *values = malloc(n * sizeof *values);
-  if (!host || !values) {
-    free(host);
-    free(values);
-    return sf_fail(SF_ENOMEM, "bench: out of host memory for %zu bytes of inputs", bytes);
-  }
-  for (int s = 0; s < b->sets; s++) {
-    for (size_t k = 0; k < n; k++) {
-      double x = rng_uniform(r, -1.0, 1.0);
-      if (i == T_DELTA)
-        values[k] = (float)x; /* softplus(x - 4 + ...): dt of a few hundredths */
-      else if (i == T_BIAS)
-        values[k] = (float)(-4.0 + 0.5 * x);
-      else if (i == T_A)
-        values[k] = (float)-exp(0.5 * (x + 1.0)); /* -exp(U(0, 1)) */
-      else
-        values[k] = (float)(2.0 * x); /* u, z, B, C, D */
-    }
-    sf_convert_from_float(b->size[i] == 4 ? SF_FP32 : dtype, values, (int64_t)n, host + b->stride[i] * (size_t)s);
-  }
-  sf_status st = sf_cu_check(cu->MemcpyHtoD(b->base[i], host, bytes), "cuMemcpyHtoD");
-  free(host);
-  free(values);
-  return st;
-}
-
-static void buffers_free(const sf_cu *cu, row_buffers *b) {
-  for (int i = 0; i < TENSORS; i++)
-    if (b->base[i]) cu->MemFree(b->base[i]);
-  memset(b->base, 0, sizeof b->base);
-}
-
-/* Allocates and fills enough sets that the working set exceeds WORKING_SET_BYTES (at most
+/* Enough random input sets that the working set exceeds WORKING_SET_BYTES (at most
  * max_sets: more than the launches would never be read). */
-static sf_status buffers_alloc(gpu *g, const bench_row *r, int max_sets, row_buffers *b) {
-  layout(r, b);
-  double sets = ceil(WORKING_SET_BYTES / (double)b->set_bytes);
-  b->sets = sets > max_sets ? max_sets : (int)sets;
-  if (b->sets < 1) b->sets = 1;
-  rng random = rng_seeded(0x5ca9f0f9u ^ (uint64_t)r->seqlen);
-  sf_status st = SF_OK;
-  for (int i = 0; i < TENSORS && st == SF_OK; i++) {
-    if (b->count[i] == 0) continue;
-    st = sf_cu_check(g->cu->MemAlloc(&b->base[i], b->stride[i] * (size_t)b->sets), "cuMemAlloc");
-    if (st == SF_OK) st = fill(g->cu, b, i, r->dtype, &random);
-  }
-  /* The copies and memsets ran on the legacy stream, which our non-blocking stream does
-   * not wait for. */
-  if (st == SF_OK) st = sf_cu_check(g->cu->CtxSynchronize(), "cuCtxSynchronize");
-  if (st != SF_OK) buffers_free(g->cu, b);
-  return st;
-}
-
-static const void *at(const row_buffers *b, int i, int set) {
-  if (!b->base[i]) return NULL;
-  return (const void *)(uintptr_t)(b->base[i] + b->stride[i] * (size_t)set);
-}
-
-static sf_scan_fwd_args row_args(const bench_row *r, const row_buffers *b, int set) {
-  return (sf_scan_fwd_args){
-      .batch = r->batch, .dim = r->dim, .seqlen = r->seqlen, .dstate = r->dstate, .groups = 1,
-      .dtype = r->dtype, .delta_softplus = true,
-      .u = at(b, T_U, set), .delta = at(b, T_DELTA, set), .A = at(b, T_A, set),
-      .B = at(b, T_B, set), .B_var = true, .C = at(b, T_C, set), .C_var = true,
-      .D = at(b, T_D, set), .delta_bias = at(b, T_BIAS, set), .z = at(b, T_Z, set),
-      .out = (void *)at(b, T_OUT, set), .last_state = (float *)at(b, T_LAST, set),
-      .saved_states = (float *)at(b, T_SAVED, set)};
+static sf_status buffers_alloc(gpu *g, const bench_row *r, int max_sets, sf_measure_sets *b) {
+  sf_measure_shape shape = row_shape(r);
+  return sf_measure_sets_alloc(g->cu, &shape, WORKING_SET_BYTES, max_sets, b);
 }
 
 /* ---- one row ------------------------------------------------------------------------- */
@@ -483,48 +304,54 @@ typedef struct row_result {
   sf_kernel_origin origin;
   double load_ms;
   int sets;
-  timing t; /* ms */
+  sf_timing t; /* ms */
   double bytes, exps, floor_ms;
 } row_result;
 
 /* --spec: launch knobs applied to every row (for exploring variants by hand). */
 static const char *launch_spec;
+/* --untuned: the heuristics choose, the tuning database is not read. */
+static bool launch_untuned;
+
+typedef struct row_call {
+  sf_context *ctx;
+  sf_scan_fwd_args args;
+  sf_launch launch;
+} row_call;
+
+static sf_status run_row(void *user, CUstream stream) {
+  row_call *c = user;
+  c->launch.stream = stream;
+  return sf_scan_fwd(c->ctx, &c->args, &c->launch);
+}
 
 static sf_status time_row(gpu *g, const bench_row *r, int reps, int warmup, row_result *out) {
-  row_buffers b;
+  sf_measure_sets b;
   sf_status st = buffers_alloc(g, r, warmup + reps, &b);
   if (st != SF_OK) return st;
   out->sets = b.sets;
-  sf_launch launch = {.stream = g->stream, .spec = launch_spec};
-  sf_scan_fwd_args args = row_args(r, &b, 0);
+  row_call call = {.ctx = g->ctx, .launch = {.stream = g->timer.stream, .spec = launch_spec, .untuned = launch_untuned}};
+  call.args = sf_measure_fwd_args(&b, 0);
   const sf_kernel *kernel;
-  st = sf_scan_fwd_variant(&args, &launch, &out->variant);
+  st = sf_scan_fwd_variant(&call.args, &call.launch, &out->variant);
   double t0 = cli_now_ms();
   if (st == SF_OK) st = sf_kernel_for_variant(g->ctx, &out->variant, &kernel, &out->origin);
   out->load_ms = cli_now_ms() - t0;
   for (int i = 0; i < warmup && st == SF_OK; i++) {
-    args = row_args(r, &b, i % b.sets);
-    st = sf_scan_fwd(g->ctx, &args, &launch);
+    call.args = sf_measure_fwd_args(&b, i % b.sets);
+    st = sf_scan_fwd(g->ctx, &call.args, &call.launch);
   }
-  if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->stream), "cuStreamSynchronize (warm-up)");
+  if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->timer.stream), "cuStreamSynchronize (warm-up)");
   float *ms = malloc((size_t)reps * sizeof *ms);
   if (!ms && st == SF_OK) st = sf_fail(SF_ENOMEM, "bench: out of memory");
-  unsigned long long spin_ns = SPIN_NS;
-  void *spin_params[] = {&spin_ns};
   for (int i = 0; i < reps && st == SF_OK; i++) {
-    args = row_args(r, &b, (warmup + i) % b.sets);
-    if (g->spin)
-      st = sf_cu_check(g->cu->LaunchKernel(g->spin, 1, 1, 1, 1, 1, 1, 0, g->stream, spin_params, NULL),
-                       "cuLaunchKernel(spin)");
-    if (st == SF_OK) st = sf_cu_check(g->cu->EventRecord(g->start, g->stream), "cuEventRecord");
-    if (st == SF_OK) st = sf_scan_fwd(g->ctx, &args, &launch);
-    if (st == SF_OK) st = sf_cu_check(g->cu->EventRecord(g->stop, g->stream), "cuEventRecord");
-    if (st == SF_OK) st = event_ms(g, &ms[i]);
+    call.args = sf_measure_fwd_args(&b, (warmup + i) % b.sets);
+    st = sf_timer_time_one(&g->timer, run_row, &call, &ms[i]);
   }
-  if (st == SF_OK) out->t = summarize(ms, reps);
+  if (st == SF_OK) out->t = sf_timing_of(ms, reps);
   free(ms);
-  g->cu->StreamSynchronize(g->stream); /* nothing may still read the buffers */
-  buffers_free(g->cu, &b);
+  g->cu->StreamSynchronize(g->timer.stream); /* nothing may still read the buffers */
+  sf_measure_sets_free(g->cu, &b);
   out->bytes = row_bytes(r);
   out->exps = (double)r->batch * r->dim * r->seqlen * r->dstate;
   out->floor_ms = 1e3 * fmax(out->bytes / g->copy_bytes_per_s, out->exps / g->exp2_per_s);
@@ -685,22 +512,22 @@ static void measure_memory_hit(gpu *g, const sf_variant *v, json_t *j) {
 static void measure_host_launch(gpu *g, json_t *j) {
   enum { CALLS = 1000 };
   const bench_row r = table[0];
-  row_buffers b;
+  sf_measure_sets b;
   sf_status st = buffers_alloc(g, &r, 1, &b);
   if (st != SF_OK) {
     printf("host launch        failed: %s\n", sf_last_error());
     return;
   }
-  sf_launch launch = {.stream = g->stream};
-  sf_scan_fwd_args args = row_args(&r, &b, 0);
+  sf_launch launch = {.stream = g->timer.stream};
+  sf_scan_fwd_args args = sf_measure_fwd_args(&b, 0);
   for (int i = 0; i < 100 && st == SF_OK; i++) st = sf_scan_fwd(g->ctx, &args, &launch);
-  if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->stream), "cuStreamSynchronize");
+  if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->timer.stream), "cuStreamSynchronize");
   double t0 = cli_now_ms();
   for (int i = 0; i < CALLS && st == SF_OK; i++) st = sf_scan_fwd(g->ctx, &args, &launch);
   double us = (cli_now_ms() - t0) * 1e3 / CALLS;
-  if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->stream), "cuStreamSynchronize");
-  g->cu->StreamSynchronize(g->stream);
-  buffers_free(g->cu, &b);
+  if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->timer.stream), "cuStreamSynchronize");
+  g->cu->StreamSynchronize(g->timer.stream);
+  sf_measure_sets_free(g->cu, &b);
   if (st != SF_OK) {
     printf("host launch        failed: %s\n", sf_last_error());
     return;
@@ -721,11 +548,12 @@ typedef struct bench_options {
 } bench_options;
 
 static int parse(int argc, char **argv, bench_options *o) {
-  enum { OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP, OPT_SPEC };
+  enum { OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP, OPT_SPEC, OPT_TUNED, OPT_UNTUNED };
   static const struct option options[] = {
       {"rows", required_argument, NULL, OPT_ROWS}, {"dtype", required_argument, NULL, OPT_DTYPE},
       {"json", required_argument, NULL, OPT_JSON}, {"reps", required_argument, NULL, OPT_REPS},
       {"warmup", required_argument, NULL, OPT_WARMUP}, {"spec", required_argument, NULL, OPT_SPEC},
+      {"tuned", no_argument, NULL, OPT_TUNED}, {"untuned", no_argument, NULL, OPT_UNTUNED},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -740,6 +568,8 @@ static int parse(int argc, char **argv, bench_options *o) {
         break;
       case OPT_JSON: o->json_path = optarg; break;
       case OPT_SPEC: launch_spec = optarg; break;
+      case OPT_TUNED: launch_untuned = false; break;
+      case OPT_UNTUNED: launch_untuned = true; break;
       case OPT_REPS:
         if (!cli_parse_positive(optarg, 1000000, &o->reps))
           return usage_error("--reps: expected an integer in 1..1000000, got '%s'", optarg);
@@ -779,8 +609,11 @@ static void print_device(const gpu *g, const bench_options *o, size_t copy_bytes
   printf("method             median of %lld launches after %lld warm-up, CUDA events, inputs rotated over\n"
          "                   >= 128 MiB, %s\n",
          o->reps, o->warmup,
-         g->spin ? "each launch queued behind a 100 us spin kernel (host enqueue time kept out)"
+         g->timer.spin ? "each launch queued behind a 100 us spin kernel (host enqueue time kept out)"
                  : "no spin kernel (it did not load): small rows include host enqueue time");
+  printf("configurations     %s\n", launch_spec     ? "--spec for every row"
+                                    : launch_untuned ? "heuristics (--untuned)"
+                                                     : "tuning database, else heuristics (--tuned)");
   json_t *device = json_object();
   json_object_set_new(device, "name", json_string(g->info.name));
   json_object_set_new(device, "cc", json_integer(g->info.cc_major * 10 + g->info.cc_minor));
@@ -796,7 +629,8 @@ static void print_device(const gpu *g, const bench_options *o, size_t copy_bytes
   json_object_set_new(root, "exp2_per_s", json_real(g->exp2_per_s));
   json_object_set_new(root, "reps", json_integer(o->reps));
   json_object_set_new(root, "warmup", json_integer(o->warmup));
-  json_object_set_new(root, "spin_kernel", json_boolean(g->spin != NULL));
+  json_object_set_new(root, "spin_kernel", json_boolean(g->timer.spin != NULL));
+  json_object_set_new(root, "tuned", json_boolean(!launch_untuned && !launch_spec));
 }
 
 /* Everything after the GPU is set up; returns how many rows failed. */
@@ -850,6 +684,8 @@ static int run(const bench_options *o, const row_list *rows) {
   }
   const char *warning = sf_context_warning(g.ctx);
   if (warning) fprintf(stderr, "scanforge bench: warning: %s\n", warning);
+  const char *tuning_warning = launch_untuned ? NULL : sf_tuning_warning();
+  if (tuning_warning) fprintf(stderr, "scanforge bench: warning: %s\n", tuning_warning);
   if (measure_copy(&g, &copy_bytes) != SF_OK) {
     cli_fail("bench", "cannot measure the copy bandwidth");
     gpu_close(&g);
