@@ -10,12 +10,12 @@
 #include "scanforge/scanforge.h"
 
 #define KEYS_ALLOWED \
-  "op, dstate, dtype, threads, items, channels, z, D, delta_bias, softplus, B, C, deterministic"
+  "op, dstate, dtype, threads, items, channels, states, z, D, delta_bias, softplus, B, C, deterministic"
 
 sf_variant sf_variant_default(void) {
   sf_variant v = {
       .op = SF_OP_FWD, .dstate = 16, .dtype = SF_FP32, .threads = 32, .items = 8,
-      .channels = 1, .B_var = true, .C_var = true,
+      .channels = 1, .states = 4, .B_var = true, .C_var = true,
   };
   return v;
 }
@@ -80,6 +80,7 @@ static sf_status set_key(sf_variant *v, const char *key, const char *value) {
   if (strcmp(key, "threads") == 0) return parse_int(key, value, 1, 1024, &v->threads);
   if (strcmp(key, "items") == 0) return parse_int(key, value, 1, 64, &v->items);
   if (strcmp(key, "channels") == 0) return parse_int(key, value, 1, 1024, &v->channels);
+  if (strcmp(key, "states") == 0) return parse_int(key, value, 1, 16, &v->states);
   if (strcmp(key, "z") == 0) return parse_bool(key, value, &v->has_z);
   if (strcmp(key, "D") == 0) return parse_bool(key, value, &v->has_D);
   if (strcmp(key, "delta_bias") == 0) return parse_bool(key, value, &v->has_delta_bias);
@@ -162,6 +163,8 @@ sf_status sf_variant_validate(const sf_variant *v) {
                    "variant keys 'threads' and 'channels': threads x channels = %d x %d must fill "
                    "whole warps (a multiple of 32) when threads < 32",
                    v->threads, v->channels);
+  if (v->states < 1 || v->states > 16)
+    return sf_fail(SF_EINVAL, "variant key 'states': value %d is out of range (allowed: 1..16)", v->states);
   if (v->deterministic && v->op != SF_OP_BWD)
     return sf_fail(SF_EINVAL, "variant key 'deterministic': value 1 applies to op=bwd only (the forward is always deterministic)");
   return SF_OK;
@@ -169,10 +172,10 @@ sf_status sf_variant_validate(const sf_variant *v) {
 
 int sf_variant_format(const sf_variant *v, char *buf, size_t cap) {
   return snprintf(buf, cap,
-                  "op=%s,dstate=%d,dtype=%s,threads=%d,items=%d,channels=%d,z=%d,D=%d,"
+                  "op=%s,dstate=%d,dtype=%s,threads=%d,items=%d,channels=%d,states=%d,z=%d,D=%d,"
                   "delta_bias=%d,softplus=%d,B=%s,C=%s,deterministic=%d",
                   v->op == SF_OP_FWD ? "fwd" : "bwd", v->dstate, sf_dtype_name(v->dtype),
-                  v->threads, v->items, v->channels, v->has_z, v->has_D, v->has_delta_bias,
+                  v->threads, v->items, v->channels, v->states, v->has_z, v->has_D, v->has_delta_bias,
                   v->softplus, v->B_var ? "var" : "fixed", v->C_var ? "var" : "fixed",
                   v->deterministic);
 }

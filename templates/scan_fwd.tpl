@@ -15,12 +15,13 @@
 @ if I > 32 then
 @   reject("items", "the forward template accepts 1..32 time steps per thread, got " .. I)
 @ end
-@ local smem_bytes = 2 * CH * N * 4 + (WARPS > 1 and 2 * CH * WARPS * 8 or 0)
+@ -- S: states a thread works on at once, the largest divisor of N not above `states`
+@ local S = variant.states
+@ while N % S ~= 0 do S = S - 1 end
+@ local smem_bytes = 3 * CH * N * 4 + (WARPS > 1 and 2 * CH * WARPS * S * 8 or 0)
 @ if smem_bytes > 48 * 1024 then
 @   reject("channels", string.format("channels=%d x dstate=%d needs %d bytes of shared memory; at most 49152 allowed", CH, N, smem_bytes))
 @ end
-@ -- Fully unroll the state loop only while the unrolled body stays small.
-@ local n_unroll = (N * I <= 64) and "" or " 2"
 @ include("kernel_params.h")
 @ include("dtype.tpl")
 
@@ -33,8 +34,9 @@ __device__ __forceinline__ float softplus(float v) { return v <= 20.f ? log1pf(_
 
 extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(const sf_fwd_params p) {
   __shared__ float carry[2][$(CH)][$(N)]; /* state entering the chunk, by chunk parity */
+  __shared__ float A_smem[$(CH)][$(N)];     /* A * log2(e), read once per state and step */
 @ if WARPS > 1 then
-  __shared__ float2 warp_total[2][$(CH * WARPS)]; /* (a, x) of each warp, by state parity */
+  __shared__ float2 warp_total[2][$(CH * WARPS)][$(S)]; /* (a, x) of each warp, by state-group parity */
 @ end
   const int lane = threadIdx.x % $(T);      /* position in the channel's scan */
   const int slot = threadIdx.x / $(T);      /* which of the block's channels */
@@ -73,7 +75,10 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
 @ end
   const long long state_row = ((long long)b * p.dim + d) * $(N);
 
-  for (int n = lane; n < $(N); n += $(T)) carry[0][slot][n] = p.h0 ? p.h0[state_row + n] : 0.f;
+  for (int n = lane; n < $(N); n += $(T)) {
+    carry[0][slot][n] = p.h0 ? p.h0[state_row + n] : 0.f;
+    A_smem[slot][n] = A_row[n] * SF_LOG2E;
+  }
   __syncthreads();
 
   const int nchunks = (L + $(T * I) - 1) / $(T * I);
@@ -106,84 +111,123 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
       if (t_save < t0 + $(I) && t_save < L) save_i = t_save - t0;
     }
 
-#pragma unroll$(n_unroll)
-    for (int n = 0; n < $(N); n++) {
-      const float A2 = A_row[n] * SF_LOG2E;
+    /* States go S at a time: S independent chains for the scheduler to interleave.
+     * The B and C rows of the next group load while this group computes (two buffers
+     * used in turn), so their latency hides behind the exponentials. */
+@ local Bbuf = variant.B_var and ("float (&B_now)[" .. S .. "][" .. I .. "], float (&B_next)[" .. S .. "][" .. I .. "]") or nil
+@ local Cbuf = variant.C_var and ("float (&C_now)[" .. S .. "][" .. I .. "], float (&C_next)[" .. S .. "][" .. I .. "]") or nil
+@ local buffer_params = table.concat({ Bbuf or "int", Cbuf or "int" }, ", ")
 @ if variant.B_var then
-      float Bn[$(I)];
-      load_run(B_rows + n * p.B_state_stride + t0, valid, 0.f, Bn);
-@ else
-      const float Bn = B_fixed[n];
+    float B_even[$(S)][$(I)], B_odd[$(S)][$(I)];
 @ end
 @ if variant.C_var then
-      float Cn[$(I)];
-      load_run(C_rows + n * p.C_state_stride + t0, valid, 0.f, Cn);
-@ else
-      const float Cn = C_fixed[n];
+    float C_even[$(S)][$(I)], C_odd[$(S)][$(I)];
 @ end
-      float a[$(I)], x[$(I)];
-      float run_a = 1.f, run_x = 0.f;
+    auto prefetch = [&](int n0, $(buffer_params)) {
 #pragma unroll
-      for (int i = 0; i < $(I); i++) {
-        a[i] = exp2f(dt[i] * A2);
-        x[i] = dtu[i] * $(variant.B_var and "Bn[i]" or "Bn");
-        run_x = a[i] * run_x + x[i];
-        run_a = a[i] * run_a;
+      for (int k = 0; k < $(S); k++) {
+@ if variant.B_var then
+        load_run(B_rows + (n0 + k) * p.B_state_stride + t0, valid, 0.f, B_next[k]);
+@ end
+@ if variant.C_var then
+        load_run(C_rows + (n0 + k) * p.C_state_stride + t0, valid, 0.f, C_next[k]);
+@ end
+      }
+    };
+    auto state_group = [&](int n0, $(buffer_params)) {
+      if (n0 + $(S) < $(N)) prefetch(n0 + $(S), $(variant.B_var and "B_now, B_next" or "0"), $(variant.C_var and "C_now, C_next" or "0"));
+      float a[$(S)][$(I)], x[$(S)][$(I)];
+      float run_a[$(S)], run_x[$(S)];
+#pragma unroll
+      for (int k = 0; k < $(S); k++) {
+        const float A2 = A_smem[slot][n0 + k];
+@ if not variant.B_var then
+        const float Bn = B_fixed[n0 + k];
+@ end
+        run_a[k] = 1.f;
+        run_x[k] = 0.f;
+#pragma unroll
+        for (int i = 0; i < $(I); i++) {
+          a[k][i] = exp2f(dt[i] * A2);
+          x[k][i] = dtu[i] * $(variant.B_var and "B_now[k][i]" or "Bn");
+          run_x[k] = a[k][i] * run_x[k] + x[k][i];
+          run_a[k] = a[k][i] * run_a[k];
+        }
       }
       /* Inclusive scan of the runs over this warp's lanes of the channel. */
 #pragma unroll
       for (int offset = 1; offset < $(LANES); offset *= 2) {
-        const float prev_a = __shfl_up_sync(0xffffffffu, run_a, offset, $(LANES));
-        const float prev_x = __shfl_up_sync(0xffffffffu, run_x, offset, $(LANES));
-        if (seg_lane >= offset) {
-          run_x = run_a * prev_x + run_x;
-          run_a = run_a * prev_a;
+#pragma unroll
+        for (int k = 0; k < $(S); k++) {
+          const float prev_a = __shfl_up_sync(0xffffffffu, run_a[k], offset, $(LANES));
+          const float prev_x = __shfl_up_sync(0xffffffffu, run_x[k], offset, $(LANES));
+          if (seg_lane >= offset) {
+            run_x[k] = run_a[k] * prev_x + run_x[k];
+            run_a[k] = run_a[k] * prev_a;
+          }
         }
-      }
-      float before_a = __shfl_up_sync(0xffffffffu, run_a, 1, $(LANES));
-      float before_x = __shfl_up_sync(0xffffffffu, run_x, 1, $(LANES));
-      if (seg_lane == 0) {
-        before_a = 1.f;
-        before_x = 0.f;
       }
 @ if WARPS > 1 then
       /* Combine the channel's warps once through shared memory. */
-      if (seg_lane == 31) warp_total[n & 1][slot * $(WARPS) + warp] = make_float2(run_a, run_x);
+      if (seg_lane == 31) {
+#pragma unroll
+        for (int k = 0; k < $(S); k++) warp_total[(n0 / $(S)) & 1][slot * $(WARPS) + warp][k] = make_float2(run_a[k], run_x[k]);
+      }
       __syncthreads();
-      float total_a = 1.f, total_x = 0.f, prefix_a = 1.f, prefix_x = 0.f;
-#pragma unroll
-      for (int w = 0; w < $(WARPS); w++) {
-        if (w == warp) {
-          prefix_a = total_a;
-          prefix_x = total_x;
-        }
-        const float2 t = warp_total[n & 1][slot * $(WARPS) + w];
-        total_x = t.x * total_x + t.y;
-        total_a = t.x * total_a;
-      }
-      before_x = before_a * prefix_x + before_x;
-      before_a = before_a * prefix_a;
-@ else
-      const float total_a = run_a, total_x = run_x; /* meaningful in the last lane */
 @ end
-      const float h_in = carry[parity][slot][n];
-      if (lane == $(T - 1)) carry[parity ^ 1][slot][n] = total_a * h_in + total_x;
-      float h = before_a * h_in + before_x;
-      if (save_i < 0) {
 #pragma unroll
-        for (int i = 0; i < $(I); i++) {
-          h = a[i] * h + x[i];
-          y[i] += $(variant.C_var and "Cn[i]" or "Cn") * h;
+      for (int k = 0; k < $(S); k++) {
+        float before_a = __shfl_up_sync(0xffffffffu, run_a[k], 1, $(LANES));
+        float before_x = __shfl_up_sync(0xffffffffu, run_x[k], 1, $(LANES));
+        if (seg_lane == 0) {
+          before_a = 1.f;
+          before_x = 0.f;
         }
-      } else {
+@ if WARPS > 1 then
+        float total_a = 1.f, total_x = 0.f, prefix_a = 1.f, prefix_x = 0.f;
 #pragma unroll
-        for (int i = 0; i < $(I); i++) {
-          h = a[i] * h + x[i];
-          y[i] += $(variant.C_var and "Cn[i]" or "Cn") * h;
-          if (i == save_i && active)
-            p.saved_states[(state_row / $(N) * p.nsaved + (t0 + i) / p.state_interval) * $(N) + n] = h;
+        for (int w = 0; w < $(WARPS); w++) {
+          if (w == warp) {
+            prefix_a = total_a;
+            prefix_x = total_x;
+          }
+          const float2 t = warp_total[(n0 / $(S)) & 1][slot * $(WARPS) + w][k];
+          total_x = t.x * total_x + t.y;
+          total_a = t.x * total_a;
+        }
+        before_x = before_a * prefix_x + before_x;
+        before_a = before_a * prefix_a;
+@ else
+        const float total_a = run_a[k], total_x = run_x[k]; /* meaningful in the last lane */
+@ end
+@ local Ck = variant.C_var and "C_now[k][i]" or "C_fixed[n0 + k]"
+        const float h_in = carry[parity][slot][n0 + k];
+        if (lane == $(T - 1)) carry[parity ^ 1][slot][n0 + k] = total_a * h_in + total_x;
+        float h = before_a * h_in + before_x;
+        if (save_i < 0) {
+#pragma unroll
+          for (int i = 0; i < $(I); i++) {
+            h = a[k][i] * h + x[k][i];
+            y[i] += $(Ck) * h;
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < $(I); i++) {
+            h = a[k][i] * h + x[k][i];
+            y[i] += $(Ck) * h;
+            if (i == save_i && active)
+              p.saved_states[(state_row / $(N) * p.nsaved + (t0 + i) / p.state_interval) * $(N) + n0 + k] = h;
+          }
         }
       }
+    };
+@ local even = (variant.B_var and "B_even, B_odd" or "0") .. ", " .. (variant.C_var and "C_even, C_odd" or "0")
+@ local odd = (variant.B_var and "B_odd, B_even" or "0") .. ", " .. (variant.C_var and "C_odd, C_even" or "0")
+    prefetch(0, $(odd));
+#pragma unroll 1
+    for (int n0 = 0; n0 < $(N); n0 += $(2 * S)) {
+      state_group(n0, $(even));
+      if (n0 + $(S) < $(N)) state_group(n0 + $(S), $(odd));
     }
     __syncthreads(); /* publishes the next chunk's carry */
 

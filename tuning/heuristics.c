@@ -23,6 +23,7 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int64_t s
   v->threads = threads;
   v->items = items;
   v->channels = channels;
+  v->states = 1;
 }
 
 void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen) {

@@ -85,6 +85,9 @@ typedef struct sf_variant {
   int threads;       /* threads that scan one channel: a power of two, 1..1024 */
   int items;         /* time steps per thread per chunk; chunk = threads * items */
   int channels;      /* channels per block, each scanned by its own `threads` threads */
+  int states;        /* states a thread works on at once (1..16): independent chains for
+                        the scheduler; the template uses the largest divisor of dstate
+                        not above it */
   bool has_z, has_D, has_delta_bias, softplus;
   bool B_var, C_var; /* true: (batch, G, N, L) in T; false: (dim, N) fp32 */
   bool deterministic; /* backward: fixed-order reductions, bitwise reproducible */
