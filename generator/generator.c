@@ -133,6 +133,7 @@ static void push_variant(lua_State *L, const sf_variant *v, const char *spec) {
   lua_newtable(L);
   set_field_string(L, "spec", spec);
   set_field_string(L, "op", v->op == SF_OP_FWD ? "fwd" : "bwd");
+  set_field_string(L, "split", v->split_states ? "state" : "time");
   set_field_string(L, "dtype", sf_dtype_name(v->dtype));
   set_field_string(L, "kernel_name", sf_kernel_name(v->op));
   set_field_int(L, "dstate", v->dstate);
@@ -161,7 +162,7 @@ static sf_status run_template(generation *g, const sf_variant *v, const char *sp
   push_variant(L, v, spec);
   sf_sandbox_set_global(g->sandbox, "variant");
 
-  const char *name = v->op == SF_OP_FWD ? "scan_fwd.tpl" : "scan_bwd.tpl";
+  const char *name = v->op == SF_OP_BWD ? "scan_bwd.tpl" : v->split_states ? "scan_fwd_states.tpl" : "scan_fwd.tpl";
   char *text, *code;
   size_t size, code_length;
   sf_status st = sf_template_read(name, &text, &size);

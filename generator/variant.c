@@ -10,7 +10,7 @@
 #include "scanforge/scanforge.h"
 
 #define KEYS_ALLOWED \
-  "op, dstate, dtype, threads, items, channels, states, z, D, delta_bias, softplus, B, C, deterministic"
+  "op, split, dstate, dtype, threads, items, channels, states, z, D, delta_bias, softplus, B, C, deterministic"
 
 sf_variant sf_variant_default(void) {
   sf_variant v = {
@@ -67,6 +67,12 @@ static sf_status set_key(sf_variant *v, const char *key, const char *value) {
     if (strcmp(value, "fwd") == 0) v->op = SF_OP_FWD;
     else if (strcmp(value, "bwd") == 0) v->op = SF_OP_BWD;
     else return sf_fail(SF_EINVAL, "variant key 'op': value '%s' is not allowed (allowed: fwd, bwd)", value);
+    return SF_OK;
+  }
+  if (strcmp(key, "split") == 0) {
+    if (strcmp(value, "time") == 0) v->split_states = false;
+    else if (strcmp(value, "state") == 0) v->split_states = true;
+    else return sf_fail(SF_EINVAL, "variant key 'split': value '%s' is not allowed (allowed: time, state)", value);
     return SF_OK;
   }
   if (strcmp(key, "dtype") == 0) {
@@ -165,6 +171,8 @@ sf_status sf_variant_validate(const sf_variant *v) {
                    v->threads, v->channels);
   if (v->states < 1 || v->states > 16)
     return sf_fail(SF_EINVAL, "variant key 'states': value %d is out of range (allowed: 1..16)", v->states);
+  if (v->split_states && v->op != SF_OP_FWD)
+    return sf_fail(SF_EINVAL, "variant key 'split': value 'state' applies to op=fwd only");
   if (v->deterministic && v->op != SF_OP_BWD)
     return sf_fail(SF_EINVAL, "variant key 'deterministic': value 1 applies to op=bwd only (the forward is always deterministic)");
   return SF_OK;
@@ -172,9 +180,9 @@ sf_status sf_variant_validate(const sf_variant *v) {
 
 int sf_variant_format(const sf_variant *v, char *buf, size_t cap) {
   return snprintf(buf, cap,
-                  "op=%s,dstate=%d,dtype=%s,threads=%d,items=%d,channels=%d,states=%d,z=%d,D=%d,"
+                  "op=%s,split=%s,dstate=%d,dtype=%s,threads=%d,items=%d,channels=%d,states=%d,z=%d,D=%d,"
                   "delta_bias=%d,softplus=%d,B=%s,C=%s,deterministic=%d",
-                  v->op == SF_OP_FWD ? "fwd" : "bwd", v->dstate, sf_dtype_name(v->dtype),
+                  v->op == SF_OP_FWD ? "fwd" : "bwd", v->split_states ? "state" : "time", v->dstate, sf_dtype_name(v->dtype),
                   v->threads, v->items, v->channels, v->states, v->has_z, v->has_D, v->has_delta_bias,
                   v->softplus, v->B_var ? "var" : "fixed", v->C_var ? "var" : "fixed",
                   v->deterministic);

@@ -1,12 +1,11 @@
 @ -- dtype.tpl: the activation type T: storage type, conversions to and from fp32, and
-@ -- loads/stores of a thread's run of consecutive elements. No headers: fp16 and bf16
-@ -- travel as 16-bit integers and convert with PTX, so the source is self-contained.
+@ -- loads/stores of a thread's run of consecutive elements (one overload per run length
+@ -- in the global `run_lengths`, set by the including template; default: items). No
+@ -- headers: fp16 and bf16 travel as 16-bit integers and convert with PTX, so the source
+@ -- is self-contained.
 @ local common = import("scan_common")
-@ local dtype, items = variant.dtype, variant.items
+@ local dtype = variant.dtype
 @ local size = common.element_size(dtype)
-@ local vbytes = common.vector_bytes(items, size)
-@ local vtype, words = common.vector_type(vbytes)
-@ local per_vector = vbytes // size
 @ if dtype == "fp32" then
 typedef float elem_t;
 __device__ __forceinline__ float to_float(elem_t x) { return x; }
@@ -39,6 +38,11 @@ __device__ __forceinline__ elem_t from_float(float x) {
 #endif
 }
 @ end
+
+@ for _, items in ipairs(run_lengths or { variant.items }) do
+@ local vbytes = common.vector_bytes(items, size)
+@ local vtype, words = common.vector_type(vbytes)
+@ local per_vector = vbytes // size
 
 /* Loads the $(items) elements p[0..$(items)) into x; elements at or past `valid` read as
  * `fill`. Full, $(vbytes)-byte aligned runs take $(vbytes)-byte loads. */
@@ -97,3 +101,4 @@ __device__ __forceinline__ void store_run(elem_t *p, int valid, const float (&x)
       if (i < valid) p[i] = from_float(x[i]);
   }
 }
+@ end

@@ -17,7 +17,7 @@ Test(variant, defaults_and_canonical_round_trip) {
   cr_assert_eq(sf_variant_parse("", &v), SF_OK);
   char canonical[512];
   sf_variant_format(&v, canonical, sizeof canonical);
-  cr_expect(strstr(canonical, "op=fwd,dstate=16,dtype=fp32") == canonical, "got %s", canonical);
+  cr_expect(strstr(canonical, "op=fwd,split=time,dstate=16,dtype=fp32") == canonical, "got %s", canonical);
 
   const char *spec = "op=fwd,dstate=16,dtype=bf16,threads=128,items=16,z=1,D=1,delta_bias=1,softplus=1,B=var,C=fixed";
   cr_assert_eq(sf_variant_parse(spec, &v), SF_OK, "%s", sf_last_error());

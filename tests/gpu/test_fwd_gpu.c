@@ -92,7 +92,11 @@ Test(fwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout =
       "threads=8,items=8,channels=16",  "threads=32,items=1,channels=1",
       "threads=32,items=16,channels=4", "threads=32,items=32,channels=2",
       "threads=64,items=4,channels=2",  "threads=128,items=16,channels=1",
-      "threads=256,items=5,channels=1", "threads=1024,items=2,channels=1"};
+      "threads=256,items=5,channels=1", "threads=1024,items=2,channels=1",
+      "threads=32,items=8,channels=4,states=2", "threads=64,items=4,channels=2,states=4",
+      "split=state,threads=4,items=16,channels=32", "split=state,threads=16,items=16,channels=2",
+      "split=state,threads=1,items=8,channels=32", "split=state,threads=2,items=4,channels=16",
+      "split=state,threads=8,items=64,channels=4"};
   static const int64_t lengths[] = {1, 100, 3000, 5000};
   uint64_t seed = 77;
   for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++)

@@ -80,6 +80,9 @@ typedef enum sf_dtype { SF_FP32 = 0, SF_FP16 = 1, SF_BF16 = 2 } sf_dtype;
 
 typedef struct sf_variant {
   sf_op op;
+  bool split_states; /* forward: "split=state": a channel's lanes split its N states and
+                        each runs through time alone (threads = lanes per channel, items =
+                        steps per block); "split=time" (default): lanes split time */
   int dstate;        /* N, 1..256 */
   sf_dtype dtype;    /* activation type T */
   int threads;       /* threads that scan one channel: a power of two, 1..1024 */
