@@ -136,3 +136,25 @@ def test_keras_model_save_and_load(tmp_path):
     model.save(path)
     reloaded = keras.models.load_model(path)
     np.testing.assert_array_equal(reloaded(x).numpy(), expected)
+
+
+def test_mixer_under_mixed_bfloat16_policy():
+    """bf16 activations, float32 A, D and delta_bias: close to the float32 layer, all gradients."""
+    rng = np.random.default_rng(6)
+    w = torch_state_dict(rng, 32, 8, 3, 1)
+    x = tf.constant(rng.standard_normal((2, 49, 32)), tf.float32)
+    reference = MambaVisionMixer(32)
+    reference.load_torch_state_dict(w)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        mixer = MambaVisionMixer(32)
+        mixer.load_torch_state_dict(w)
+        with tf.GradientTape() as tape:
+            out = mixer(x)
+            loss = tf.reduce_sum(tf.cast(out, tf.float32) ** 2)
+        grads = tape.gradient(loss, mixer.trainable_variables)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert out.dtype == tf.bfloat16
+    assert all(g is not None for g in grads)
+    assert relerr(tf.cast(out, tf.float64), reference(x).numpy()) <= 3e-2
