@@ -19,6 +19,7 @@ int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* Prints "scanforge NAME: message" and the library's last error to stderr; returns 1. */
 int cli_fail(const char *command, const char *what);

@@ -13,6 +13,7 @@ static const sf_command commands[] = {
     {"bench", "time the forward on the GPU against its floor and the established kernel", cmd_bench},
     {"demo", "compile, cache and check the kernels of MambaVision and Mamba calls", cmd_demo},
     {"cache", "show, prune or clear the disk cache of compiled kernels", cmd_cache},
+    {"tune", "autotune launch configurations for this GPU; report the tuning database", cmd_tune},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 
@@ -28,7 +29,8 @@ static void usage(FILE *out) {
           "A variant is a spec string such as\n"
           "  op=fwd,dstate=16,dtype=bf16,threads=32,items=8,z=1,D=1,delta_bias=1,softplus=1,B=var,C=var\n"
           "environment: SCANFORGE_TEMPLATE_DIR (read templates from a directory),\n"
-          "             SCANFORGE_CACHE_DIR (kernel cache location)\n");
+          "             SCANFORGE_CACHE_DIR (kernel cache location),\n"
+          "             SCANFORGE_TUNING_DB (tuning database), SCANFORGE_TUNING=off (ignore it)\n");
 }
 
 int cli_fail(const char *command, const char *what) {

@@ -14,6 +14,37 @@
 #include "runtime/cache_dir.h"
 #include "runtime/error.h"
 
+/* ---- knobs ----------------------------------------------------------------------------- */
+
+sf_tune_knobs sf_tune_knobs_of(const sf_variant *v) {
+  return (sf_tune_knobs){v->split_states, v->threads, v->items, v->channels, v->states};
+}
+
+void sf_tune_knobs_apply(const sf_tune_knobs *k, sf_variant *v) {
+  v->split_states = k->split_states;
+  v->threads = k->threads;
+  v->items = k->items;
+  v->channels = k->channels;
+  v->states = k->states;
+}
+
+bool sf_tune_knobs_equal(const sf_tune_knobs *a, const sf_tune_knobs *b) {
+  return a->split_states == b->split_states && a->threads == b->threads && a->items == b->items &&
+         a->channels == b->channels && a->states == b->states;
+}
+
+void sf_tune_knobs_spec(const sf_tune_knobs *k, char *buf, size_t cap) {
+  snprintf(buf, cap, "split=%s,threads=%d,items=%d,channels=%d,states=%d", k->split_states ? "state" : "time",
+           k->threads, k->items, k->channels, k->states);
+}
+
+void sf_tune_knobs_short(const sf_tune_knobs *k, char *buf, size_t cap) {
+  if (k->split_states)
+    snprintf(buf, cap, "st:%d/%d/%d", k->threads, k->items, k->channels);
+  else
+    snprintf(buf, cap, "%d/%d/%d/%d", k->threads, k->items, k->channels, k->states);
+}
+
 /* ---- buckets and keys ------------------------------------------------------------------ */
 
 int sf_tune_bucket(int64_t value) {
@@ -184,14 +215,15 @@ static json_t *gpu_json(const sf_tune_gpu *g) {
                    "nvrtc", g->nvrtc, "templates", g->templates);
 }
 
-static json_t *config_json(int threads, int items, int channels, double median_us) {
-  json_t *j = json_pack("{s:i, s:i, s:i}", "threads", threads, "items", items, "channels", channels);
+static json_t *config_json(const sf_tune_knobs *k, double median_us) {
+  json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:i}", "split", k->split_states ? "state" : "time", "threads",
+                        k->threads, "items", k->items, "channels", k->channels, "states", k->states);
   if (j && median_us > 0) json_object_set_new(j, "median_us", json_real(median_us));
   return j;
 }
 
 static json_t *candidate_json(const sf_tune_candidate *c) {
-  json_t *j = config_json(c->threads, c->items, c->channels, 0);
+  json_t *j = config_json(&c->knobs, 0);
   if (!j) return NULL;
   if (!c->ok) {
     json_object_set_new(j, "failed", json_string(c->why));
@@ -216,8 +248,9 @@ static json_t *entry_json(const sf_tune_entry *e, bool with_candidates) {
                         (json_int_t)e->shape.dim, "seqlen", (json_int_t)e->shape.seqlen, "groups",
                         e->shape.groups);
   if (!j) return NULL;
-  json_object_set_new(j, "winner", config_json(e->variant.threads, e->variant.items, e->variant.channels, e->winner_us));
-  json_object_set_new(j, "default", config_json(e->default_threads, e->default_items, e->default_channels, e->default_us));
+  const sf_tune_knobs winner = sf_tune_knobs_of(&e->variant);
+  json_object_set_new(j, "winner", config_json(&winner, e->winner_us));
+  json_object_set_new(j, "default", config_json(&e->default_knobs, e->default_us));
   json_object_set_new(j, "complete", json_boolean(e->complete));
   if (e->tuned_at[0]) json_object_set_new(j, "tuned_at", json_string(e->tuned_at));
   if (with_candidates && e->candidate_count > 0) {
@@ -310,17 +343,27 @@ static sf_status parse_gpu(const place *at, json_t *j, sf_tune_gpu *g) {
   return st;
 }
 
-static sf_status parse_config(const place *at, json_t *j, int *threads, int *items, int *channels) {
+/* "split" and "states" may be absent (files written before those knobs): defaults. */
+static sf_status parse_config(const place *at, json_t *j, sf_tune_knobs *k) {
   if (!json_is_object(j)) return bad(at, NULL, "expected an object");
-  sf_status st = get_small(at, j, "threads", 1, 1024, threads);
-  if (st == SF_OK) st = get_small(at, j, "items", 1, 64, items);
-  if (st == SF_OK) st = get_small(at, j, "channels", 1, 1024, channels);
+  *k = sf_tune_knobs_of(&(sf_variant){0});
+  k->states = sf_variant_default().states;
+  sf_status st = get_small(at, j, "threads", 1, 1024, &k->threads);
+  if (st == SF_OK) st = get_small(at, j, "items", 1, 64, &k->items);
+  if (st == SF_OK) st = get_small(at, j, "channels", 1, 1024, &k->channels);
+  if (st == SF_OK && json_object_get(j, "states")) st = get_small(at, j, "states", 1, 16, &k->states);
+  json_t *split = json_object_get(j, "split");
+  if (st == SF_OK && split) {
+    if (json_is_string(split) && strcmp(json_string_value(split), "state") == 0) k->split_states = true;
+    else if (!json_is_string(split) || strcmp(json_string_value(split), "time") != 0)
+      st = bad(at, "split", "expected \"time\" or \"state\"");
+  }
   return st;
 }
 
 static sf_status parse_candidate(const place *at, json_t *j, sf_tune_candidate *c) {
   memset(c, 0, sizeof *c);
-  sf_status st = parse_config(at, j, &c->threads, &c->items, &c->channels);
+  sf_status st = parse_config(at, j, &c->knobs);
   if (st != SF_OK) return st;
   json_t *failed = json_object_get(j, "failed");
   if (failed) {
@@ -371,9 +414,11 @@ static sf_status parse_entry(const place *at, json_t *j, sf_tune_entry *e) {
   if (st == SF_OK) st = get_int(at, shape, "seqlen", 1, INT64_MAX, &e->shape.seqlen);
   if (st == SF_OK) st = get_small(at, shape, "groups", 1, 1 << 30, &e->shape.groups);
   json_t *winner = json_object_get(j, "winner"), *dflt = json_object_get(j, "default");
-  if (st == SF_OK) st = parse_config(at, winner, &e->variant.threads, &e->variant.items, &e->variant.channels);
+  sf_tune_knobs won;
+  if (st == SF_OK) st = parse_config(at, winner, &won);
+  if (st == SF_OK) sf_tune_knobs_apply(&won, &e->variant);
   if (st == SF_OK) st = get_number(at, winner, "median_us", 0, &e->winner_us);
-  if (st == SF_OK && dflt) st = parse_config(at, dflt, &e->default_threads, &e->default_items, &e->default_channels);
+  if (st == SF_OK && dflt) st = parse_config(at, dflt, &e->default_knobs);
   if (st == SF_OK && dflt) st = get_number(at, dflt, "median_us", 0, &e->default_us);
   if (st == SF_OK && sf_variant_validate(&e->variant) != SF_OK) st = bad(at, "winner", sf_last_error());
   json_t *complete = json_object_get(j, "complete"), *tuned = json_object_get(j, "tuned_at");

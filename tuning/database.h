@@ -27,6 +27,22 @@ typedef struct sf_tune_gpu {
   char templates[24];  /* the template set's hash, 16 hex digits */
 } sf_tune_gpu;
 
+/* A launch configuration: the knobs the tuner chooses (sf_variant's). split_states and
+ * states matter to the forward only. */
+typedef struct sf_tune_knobs {
+  bool split_states; /* "split=state": lanes split the states (scan_fwd_states.tpl) */
+  int threads, items, channels;
+  int states;        /* split=time: states a thread works on at once */
+} sf_tune_knobs;
+
+sf_tune_knobs sf_tune_knobs_of(const sf_variant *v);
+void sf_tune_knobs_apply(const sf_tune_knobs *k, sf_variant *v);
+bool sf_tune_knobs_equal(const sf_tune_knobs *a, const sf_tune_knobs *b);
+/* As a launch spec: "split=time,threads=32,items=8,channels=4,states=1". */
+void sf_tune_knobs_spec(const sf_tune_knobs *k, char *buf, size_t cap);
+/* Short, for tables: "32/8/4/1" (threads/items/channels/states), "st:8/32/4" with split=state. */
+void sf_tune_knobs_short(const sf_tune_knobs *k, char *buf, size_t cap);
+
 /* The shape a measurement was taken on. */
 typedef struct sf_tune_shape {
   int64_t batch, dim, seqlen;
@@ -35,7 +51,7 @@ typedef struct sf_tune_shape {
 
 /* One candidate configuration and what became of it. */
 typedef struct sf_tune_candidate {
-  int threads, items, channels;
+  sf_tune_knobs knobs;
   bool ok;            /* it ran, passed the check and was timed */
   char why[256];      /* when !ok: why not ("out of GPU resources: ...", "failed the check: ...") */
   double median_us, min_us, p90_us;
@@ -44,13 +60,13 @@ typedef struct sf_tune_candidate {
 } sf_tune_candidate;
 
 /* One (op, dstate, dtype, flags, shape bucket) entry. `variant` holds op, dstate, dtype
- * and the flags (z, D, delta_bias, softplus, B, C, deterministic); its threads, items and
- * channels are the winner's. */
+ * and the flags (z, D, delta_bias, softplus, B, C, deterministic); its knobs (split,
+ * threads, items, channels, states) are the winner's. */
 typedef struct sf_tune_entry {
   sf_variant variant;
   sf_tune_shape shape;        /* what was measured; its buckets are the key */
   int seqlen_bucket, rows_bucket;
-  int default_threads, default_items, default_channels; /* the heuristics' choice */
+  sf_tune_knobs default_knobs; /* the heuristics' choice */
   double winner_us, default_us; /* medians, measured in the same run */
   bool complete;              /* every candidate was tried (false: stopped by a budget) */
   char tuned_at[32];          /* UTC, ISO 8601 */

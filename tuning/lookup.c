@@ -8,7 +8,7 @@
 
 typedef struct row {
   int seqlen_bucket, rows_bucket;
-  int threads, items, channels;
+  sf_tune_knobs knobs;
 } row;
 
 /* All entries of one (op, dstate, dtype, flags). */
@@ -44,8 +44,7 @@ static bool has_key(const sf_tune_section *s, const sf_tune_entry *e) {
 /* Adds one entry; the rows array of each class was sized beforehand. */
 static void add(sf_tune_table *t, const sf_tune_entry *e) {
   class_rows *c = find_class(t, class_key(&e->variant));
-  c->rows[c->count++] = (row){e->seqlen_bucket, e->rows_bucket, e->variant.threads, e->variant.items,
-                              e->variant.channels};
+  c->rows[c->count++] = (row){e->seqlen_bucket, e->rows_bucket, sf_tune_knobs_of(&e->variant)};
   t->size++;
 }
 
@@ -102,10 +101,12 @@ int sf_tune_table_size(const sf_tune_table *t) { return t ? t->size : 0; }
 /* Whether a configuration can run this call at all (the backward's launcher refuses the
  * others). */
 static bool fits(const sf_variant *v, const row *r, int64_t dim, int groups, int64_t seqlen) {
-  if (v->op != SF_OP_BWD) return true;
-  if ((int64_t)r->threads * r->items != sf_scan_state_interval(seqlen)) return false;
+  const sf_tune_knobs *k = &r->knobs;
   const int64_t per_group = groups > 0 ? dim / groups : dim;
-  return !((v->B_var || v->C_var) && per_group % r->channels != 0);
+  /* A block that shares one group's B and C rows needs whole groups of channels. */
+  const bool shares_rows = v->op == SF_OP_BWD || k->split_states;
+  if (shares_rows && (v->B_var || v->C_var) && per_group % k->channels != 0) return false;
+  return v->op != SF_OP_BWD || (int64_t)k->threads * k->items == sf_scan_state_interval(seqlen);
 }
 
 static int absolute(int x) { return x < 0 ? -x : x; }
@@ -131,8 +132,6 @@ bool sf_tune_table_lookup(const sf_tune_table *t, sf_variant *v, int64_t batch, 
     }
   }
   if (!best) return false;
-  v->threads = best->threads;
-  v->items = best->items;
-  v->channels = best->channels;
+  sf_tune_knobs_apply(&best->knobs, v);
   return true;
 }

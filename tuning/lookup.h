@@ -27,10 +27,11 @@ void sf_tune_table_free(sf_tune_table *table);
 /* Entries in the table. */
 int sf_tune_table_size(const sf_tune_table *table);
 
-/* Sets threads, items and channels of `v` (op, dstate, dtype and flags set) from the
- * nearest entry for a call of this shape, and returns true; returns false (v unchanged)
- * when no entry is near enough or none fits the call (a backward configuration must
- * cover the call's state interval exactly, and its channels divide dim / groups).
+/* Sets the knobs of `v` (op, dstate, dtype and flags set) from the nearest entry for a
+ * call of this shape, and returns true; returns false (v unchanged) when no entry is near
+ * enough or none fits the call (a backward configuration must cover the call's state
+ * interval exactly; a backward's or a split=state forward's channels must divide
+ * dim / groups when B or C is variable).
  * No allocation, no lock. */
 bool sf_tune_table_lookup(const sf_tune_table *table, sf_variant *v, int64_t batch, int64_t dim,
                           int groups, int64_t seqlen);

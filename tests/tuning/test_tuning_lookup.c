@@ -167,6 +167,25 @@ Test(tuning_lookup, backward_entries_must_fit_the_call) {
   free(user.entries);
 }
 
+Test(tuning_lookup, state_split_entries_need_whole_groups_of_channels) {
+  sf_tune_section user = {0};
+  const sf_variant cls = fwd_class();
+  sf_tune_entry e = entry(cls, 64, 160, 196, 8, 32, 4);
+  e.variant.split_states = true;
+  add(&user, e);
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  knobs k;
+  sf_variant v = cls;
+  cr_assert(sf_tune_table_lookup(t, &v, 64, 160, 1, 196));
+  cr_expect(v.split_states && v.threads == 8 && v.items == 32);
+  (void)k;
+  v = cls;
+  cr_expect_not(sf_tune_table_lookup(t, &v, 64, 162, 1, 196), "4 channels do not divide 162");
+  sf_tune_table_free(t);
+  free(user.entries);
+}
+
 Test(tuning_lookup, empty_table_finds_nothing) {
   knobs k;
   cr_expect_not(look(NULL, fwd_class(), 1, 1, 1, 1, &k));

@@ -1,0 +1,186 @@
+/* test_tuning_candidates.c: the default grid, entries files, and candidate enumeration within the templates' rules. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/generator.h"
+#include "tuning/heuristics.h"
+#include "tuning/tuner.h"
+
+enum { CAP = 512 };
+
+static sf_tune_request grid[256];
+
+static int default_grid(void) {
+  int n = sf_tune_default_requests(grid, 256, true);
+  cr_assert(n > 0 && n <= 256);
+  return n;
+}
+
+Test(tuning_candidates, default_grid_has_one_request_per_key_and_both_ops) {
+  const int n = default_grid();
+  int fwd = 0, bwd = 0, bf16 = 0;
+  for (int i = 0; i < n; i++) {
+    sf_tune_entry a = sf_tune_request_key(&grid[i]);
+    for (int k = 0; k < i; k++) {
+      sf_tune_entry b = sf_tune_request_key(&grid[k]);
+      cr_expect_not(sf_tune_entry_same_key(&a, &b), "requests %d and %d have the same key", k, i);
+    }
+    fwd += grid[i].variant.op == SF_OP_FWD;
+    bwd += grid[i].variant.op == SF_OP_BWD;
+    bf16 += grid[i].variant.dtype == SF_BF16;
+  }
+  cr_expect(fwd > 0 && fwd == bwd, "fwd %d, bwd %d", fwd, bwd);
+  cr_expect(bf16 > 0);
+  /* MambaVision-T stage 3 and Mamba-130M training are in it. */
+  bool mv = false, mamba = false;
+  for (int i = 0; i < n; i++) {
+    const sf_tune_shape *s = &grid[i].shape;
+    mv |= s->batch == 64 && s->dim == 160 && s->seqlen == 196 && grid[i].variant.dstate == 8;
+    mamba |= s->batch == 8 && s->dim == 1536 && s->seqlen == 2048 && grid[i].variant.has_z;
+  }
+  cr_expect(mv && mamba);
+  cr_expect_eq(sf_tune_default_requests(grid, 256, false), fwd, "without the backward: the forward requests");
+}
+
+/* Every candidate is a valid variant the template accepts, fits the call, and the
+ * heuristics' choice comes first. */
+Test(tuning_candidates, candidates_respect_the_template_rules, .timeout = 300) {
+  const int n = default_grid();
+  sf_variant *c = malloc(CAP * sizeof *c);
+  for (int i = 0; i < n; i++) {
+    const sf_tune_request *r = &grid[i];
+    int rejected = -1;
+    const int count = sf_tune_candidates(r, true, c, CAP, &rejected);
+    cr_assert(count >= 1 && count <= CAP, "request %d: %d candidates", i, count);
+    cr_expect(rejected >= 0);
+    sf_variant dflt = r->variant;
+    if (r->variant.op == SF_OP_BWD)
+      sf_heuristic_configure_bwd(&dflt, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
+    else
+      sf_heuristic_configure(&dflt, r->shape.batch, r->shape.dim, r->shape.seqlen);
+    const sf_tune_knobs first = sf_tune_knobs_of(&c[0]), want = sf_tune_knobs_of(&dflt);
+    cr_expect(sf_tune_knobs_equal(&first, &want), "request %d: the first candidate is not the heuristics' choice", i);
+    int split_state = 0;
+    for (int k = 0; k < count; k++) split_state += c[k].split_states;
+    if (r->variant.op == SF_OP_FWD && r->shape.dim >= 64) cr_expect(split_state > 0, "request %d: no split=state candidate", i);
+    for (int k = 0; k < count; k++) {
+      const sf_variant *v = &c[k];
+      char spec[512];
+      sf_variant_format(v, spec, sizeof spec);
+      cr_expect_eq(sf_variant_validate(v), SF_OK, "%s: %s", spec, sf_last_error());
+      char *source = NULL;
+      size_t length;
+      cr_expect_eq(sf_generate(v, &source, &length), SF_OK, "%s: the template rejects it: %s", spec, sf_last_error());
+      free(source);
+      cr_expect(v->items <= (v->split_states ? 64 : 32), "%s", spec);
+      cr_expect(v->op == r->variant.op && v->dtype == r->variant.dtype && v->dstate == r->variant.dstate &&
+                    v->has_z == r->variant.has_z,
+                "%s: not the request's class", spec);
+      if (v->op == SF_OP_BWD) {
+        cr_expect_eq((int64_t)v->threads * v->items, sf_scan_state_interval(r->shape.seqlen), "%s", spec);
+        cr_expect_eq((r->shape.dim / r->shape.groups) % v->channels, 0, "%s", spec);
+      }
+      for (int j = 0; j < k; j++) {
+        const sf_tune_knobs a = sf_tune_knobs_of(&c[j]), b = sf_tune_knobs_of(v);
+        cr_expect_not(sf_tune_knobs_equal(&a, &b), "%s appears twice", spec);
+      }
+      if (v->split_states) {
+        cr_expect(v->op == SF_OP_FWD && v->dstate % v->threads == 0, "%s", spec);
+        cr_expect_eq((r->shape.dim / r->shape.groups) % v->channels, 0, "%s", spec);
+      }
+    }
+  }
+  free(c);
+}
+
+/* A configuration the template refuses (64 KiB of shared memory for 32 channels of
+ * N = 256) is counted as rejected and left out; without asking the template it stays. */
+Test(tuning_candidates, template_rejections_are_left_out) {
+  sf_tune_request r = {.variant = sf_variant_default(), .shape = {1, 1024, 2048, 1}};
+  r.variant.dstate = 256;
+  sf_variant *asked = malloc(CAP * sizeof *asked), *unasked = malloc(CAP * sizeof *unasked);
+  int rejected = 0;
+  const int n = sf_tune_candidates(&r, true, asked, CAP, &rejected);
+  const int m = sf_tune_candidates(&r, false, unasked, CAP, NULL);
+  cr_expect(rejected > 0);
+  cr_expect_eq(n + rejected, m);
+  bool found_asked = false, found_unasked = false;
+  for (int i = 0; i < n; i++) found_asked |= asked[i].threads == 8 && asked[i].items == 8 && asked[i].channels == 32;
+  for (int i = 0; i < m; i++) found_unasked |= unasked[i].threads == 8 && unasked[i].items == 8 && unasked[i].channels == 32;
+  cr_expect(found_unasked, "8/8/32 should be in the knob grid");
+  cr_expect_not(found_asked, "8/8/32 needs 64 KiB of shared memory: the template rejects it");
+  free(asked);
+  free(unasked);
+}
+
+/* The second stage offers each other number of states the template would really use. */
+Test(tuning_candidates, states_candidates_are_distinct_divisors) {
+  sf_tune_request r = {.variant = sf_variant_default(), .shape = {8, 1536, 2048, 1}};
+  r.variant.dstate = 16;
+  sf_variant base = r.variant, out[8];
+  base.threads = 32, base.items = 16, base.channels = 4, base.states = 1, base.split_states = false;
+  const int n = sf_tune_states_candidates(&r, &base, out, 8);
+  cr_assert_eq(n, 4, "states 2, 4, 8, 16 expected, got %d", n);
+  for (int i = 0; i < n; i++) {
+    cr_expect(out[i].states != 1 && 16 % out[i].states == 0);
+    cr_expect(out[i].threads == 32 && out[i].items == 16 && out[i].channels == 4 && !out[i].split_states);
+  }
+  r.variant.dstate = base.dstate = 12; /* divisors 1, 2, 4 among the powers of two up to 12 */
+  cr_expect_eq(sf_tune_states_candidates(&r, &base, out, 8), 2);
+  base.split_states = true;
+  cr_expect_eq(sf_tune_states_candidates(&r, &base, out, 8), 0, "split=state has no states knob");
+}
+
+Test(tuning_candidates, entries_file_parses_and_formats_back) {
+  const char *text =
+      "# custom entries\n"
+      "8,1536,2048,16 op=bwd,dtype=bf16,z=1   # Mamba-130M\n"
+      "\n"
+      "64,160,196,8\n"
+      "4,64,1000,16,4 B=fixed,softplus=0\n";
+  sf_tune_request *r = NULL;
+  int n = 0;
+  cr_assert_eq(sf_tune_parse_requests(text, "entries.txt", &r, &n), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(n, 3);
+  cr_expect(r[0].variant.op == SF_OP_BWD && r[0].variant.dtype == SF_BF16 && r[0].variant.has_z);
+  cr_expect(r[0].shape.batch == 8 && r[0].shape.dim == 1536 && r[0].shape.seqlen == 2048 && r[0].variant.dstate == 16);
+  cr_expect(r[1].variant.op == SF_OP_FWD && r[1].variant.dtype == SF_FP32 && !r[1].variant.has_z);
+  cr_expect(r[1].variant.has_D && r[1].variant.has_delta_bias && r[1].variant.softplus);
+  cr_expect(r[2].shape.groups == 4 && !r[2].variant.B_var && r[2].variant.C_var && !r[2].variant.softplus);
+  /* Each line formats back to one that parses to the same request. */
+  for (int i = 0; i < n; i++) {
+    char line[256];
+    sf_tune_request_format(&r[i], line, sizeof line);
+    sf_tune_request *back = NULL;
+    int m = 0;
+    cr_assert_eq(sf_tune_parse_requests(line, "line", &back, &m), SF_OK, "%s: %s", line, sf_last_error());
+    cr_assert_eq(m, 1);
+    sf_tune_entry a = sf_tune_request_key(&r[i]), b = sf_tune_request_key(&back[0]);
+    cr_expect(sf_tune_entry_same_key(&a, &b) && back[0].shape.groups == r[i].shape.groups, "%s", line);
+    free(back);
+  }
+  free(r);
+}
+
+Test(tuning_candidates, bad_entries_name_the_line) {
+  static const char *bad[] = {
+      "64,160,196\n",                     /* no N */
+      "1,2,3,4\n64,160,196,8 threads=32\n", /* knobs are the tuner's to choose */
+      "64,160,196,300\n",                 /* N too large */
+      "64,160,196,8,3\n",                 /* 3 groups do not divide 160 */
+      "64,160,196,8 dtype=fp64\n",
+      "# nothing\n",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sf_tune_request *r = NULL;
+    int n = 0;
+    cr_expect_eq(sf_tune_parse_requests(bad[i], "e.txt", &r, &n), SF_EINVAL, "case %zu accepted", i);
+    cr_expect(strstr(sf_last_error(), "e.txt"), "case %zu: %s", i, sf_last_error());
+    cr_expect_null(r);
+  }
+  sf_tune_request *r = NULL;
+  int n = 0;
+  sf_tune_parse_requests("1,2,3,4\n64,160,196,8 threads=32\n", "e.txt", &r, &n);
+  cr_expect(strstr(sf_last_error(), "e.txt:2"), "%s", sf_last_error());
+}

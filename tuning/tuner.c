@@ -1,0 +1,887 @@
+/* tuner.c: the autotuner: requests, candidates, parallel compiles, check-then-time per candidate, winners saved. */
+#include "tuning/tuner.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "generator/generator.h"
+#include "runtime/check.h"
+#include "runtime/context.h"
+#include "runtime/cuda_context.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/error.h"
+#include "runtime/kernels.h"
+#include "tuning/heuristics.h"
+#include "tuning/measure.h"
+#include "tuning/select.h"
+
+/* ---- requests ---------------------------------------------------------------------------- */
+
+static sf_variant request_class(sf_op op, sf_dtype dtype, int dstate, bool z) {
+  sf_variant v = sf_variant_default();
+  v.op = op;
+  v.dtype = dtype;
+  v.dstate = dstate;
+  v.has_z = z;
+  v.has_D = v.has_delta_bias = v.softplus = true;
+  v.B_var = v.C_var = true;
+  return v;
+}
+
+sf_tune_entry sf_tune_request_key(const sf_tune_request *r) {
+  sf_tune_entry e;
+  memset(&e, 0, sizeof e);
+  e.variant = r->variant;
+  e.shape = r->shape;
+  e.seqlen_bucket = sf_tune_bucket(r->shape.seqlen);
+  e.rows_bucket = sf_tune_bucket(r->shape.batch * r->shape.dim);
+  return e;
+}
+
+int sf_tune_default_requests(sf_tune_request *out, int cap, bool with_bwd) {
+  /* performance.md's rows (batch, dim, L, N, z) and MambaVision's stages 3 and 4. */
+  static const struct { int64_t batch, dim, seqlen; int dstate; bool z; } fp32_rows[] = {
+      {1, 4, 16, 4, false},     {4, 16, 64, 16, false},    {16, 64, 256, 64, false},  {1, 256, 1024, 16, false},
+      {1, 768, 1024, 16, false}, {64, 160, 196, 8, false}, {64, 320, 49, 8, false},   {64, 256, 196, 8, false},
+      {64, 512, 49, 8, false},   {8, 1536, 2048, 16, true}, {4, 4096, 2048, 16, true}, {1, 1536, 16384, 16, true},
+  };
+  static const struct { int64_t batch, dim, seqlen; int dstate; bool z; } bf16_rows[] = {
+      {8, 1536, 2048, 16, true}, {4, 4096, 2048, 16, true}, {1, 1536, 16384, 16, true}, {64, 160, 196, 8, false},
+      {64, 320, 49, 8, false},   {64, 256, 196, 8, false},  {64, 512, 49, 8, false},
+  };
+  int count = 0;
+  for (int op = 0; op <= (with_bwd ? 1 : 0); op++)
+    for (int t = 0; t < 2; t++) {
+      const size_t n = t == 0 ? sizeof fp32_rows / sizeof fp32_rows[0] : sizeof bf16_rows / sizeof bf16_rows[0];
+      for (size_t i = 0; i < n; i++) {
+        sf_tune_request r;
+        const int64_t b = t == 0 ? fp32_rows[i].batch : bf16_rows[i].batch;
+        const int64_t d = t == 0 ? fp32_rows[i].dim : bf16_rows[i].dim;
+        const int64_t l = t == 0 ? fp32_rows[i].seqlen : bf16_rows[i].seqlen;
+        const int n_state = t == 0 ? fp32_rows[i].dstate : bf16_rows[i].dstate;
+        const bool z = t == 0 ? fp32_rows[i].z : bf16_rows[i].z;
+        r.variant = request_class((sf_op)op, t == 0 ? SF_FP32 : SF_BF16, n_state, z);
+        r.shape = (sf_tune_shape){b, d, l, 1};
+        /* One request per key: a later shape of the same bucket adds nothing. */
+        sf_tune_entry key = sf_tune_request_key(&r);
+        bool seen = false;
+        for (int k = 0; k < count && k < cap && !seen; k++) {
+          sf_tune_entry other = sf_tune_request_key(&out[k]);
+          seen = sf_tune_entry_same_key(&key, &other);
+        }
+        if (seen) continue;
+        if (count < cap) out[count] = r;
+        count++;
+      }
+    }
+  return count;
+}
+
+void sf_tune_request_format(const sf_tune_request *r, char *buf, size_t cap) {
+  const sf_variant *v = &r->variant;
+  char shape[96];
+  if (r->shape.groups > 1)
+    snprintf(shape, sizeof shape, "%lld,%lld,%lld,%d,%d", (long long)r->shape.batch, (long long)r->shape.dim,
+             (long long)r->shape.seqlen, v->dstate, r->shape.groups);
+  else
+    snprintf(shape, sizeof shape, "%lld,%lld,%lld,%d", (long long)r->shape.batch, (long long)r->shape.dim,
+             (long long)r->shape.seqlen, v->dstate);
+  snprintf(buf, cap, "%s op=%s,dtype=%s,z=%d,D=%d,delta_bias=%d,softplus=%d,B=%s,C=%s%s", shape,
+           v->op == SF_OP_FWD ? "fwd" : "bwd", sf_dtype_name(v->dtype), v->has_z, v->has_D, v->has_delta_bias,
+           v->softplus, v->B_var ? "var" : "fixed", v->C_var ? "var" : "fixed",
+           v->deterministic ? ",deterministic=1" : "");
+}
+
+/* "B,D,L,N[,G]": positive integers. */
+static bool parse_shape(const char *text, sf_tune_request *r) {
+  long long f[5] = {0, 0, 0, 0, 1};
+  int n = 0;
+  const char *p = text;
+  while (n < 5) {
+    char *end;
+    if (!isdigit((unsigned char)*p)) return false;
+    f[n++] = strtoll(p, &end, 10);
+    if (*end == '\0') break;
+    if (*end != ',') return false;
+    p = end + 1;
+  }
+  if (n < 4 || *p == '\0') return false;
+  for (int i = 0; i < 5; i++)
+    if (f[i] < 1) return false;
+  if (f[3] > 256 || f[4] > f[1] || f[1] % f[4] != 0 || f[0] > (1LL << 31) || f[1] > (1LL << 31) || f[2] > (1LL << 31))
+    return false;
+  r->shape = (sf_tune_shape){f[0], f[1], f[2], (int)f[4]};
+  r->variant.dstate = (int)f[3];
+  return true;
+}
+
+/* Applies "key=value,..." allowing op, dtype and the flags only. */
+static sf_status apply_keys(const char *spec, sf_variant *v) {
+  static const char *allowed[] = {"op", "dtype", "z", "D", "delta_bias", "softplus", "B", "C", "deterministic"};
+  char copy[512];
+  snprintf(copy, sizeof copy, "%s", spec);
+  for (char *rest = copy, *pair; (pair = strsep(&rest, ",")) != NULL;) {
+    char *eq = strchr(pair, '=');
+    if (!eq) return sf_fail(SF_EINVAL, "'%s' is not a key=value pair", pair);
+    *eq = '\0';
+    bool ok = false;
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) ok |= strcmp(pair, allowed[i]) == 0;
+    if (!ok)
+      return sf_fail(SF_EINVAL, "key '%s' is not allowed in an entry (allowed: op, dtype, z, D, delta_bias, softplus, B, C, deterministic; N comes from the shape)", pair);
+  }
+  return sf_variant_apply(spec, v);
+}
+
+sf_status sf_tune_parse_requests(const char *text, const char *origin, sf_tune_request **out, int *count) {
+  *out = NULL;
+  *count = 0;
+  int cap = 0, line_number = 0;
+  sf_status st = SF_OK;
+  for (const char *line = text; *line && st == SF_OK; line_number++) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char buf[512];
+    if (len >= sizeof buf) {
+      st = sf_fail(SF_EINVAL, "%s:%d: line too long", origin, line_number + 1);
+      break;
+    }
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    line = end ? end + 1 : line + len;
+    char *hash = strchr(buf, '#');
+    if (hash) *hash = '\0';
+    char *fields[3];
+    int n = 0;
+    for (char *rest = buf, *f; (f = strtok_r(n == 0 ? rest : NULL, " \t\r", &rest)) != NULL && n < 3;) fields[n++] = f;
+    if (n == 0) continue;
+    sf_tune_request r = {.variant = request_class(SF_OP_FWD, SF_FP32, 16, false)};
+    if (n > 2 || !parse_shape(fields[0], &r)) {
+      st = sf_fail(SF_EINVAL, "%s:%d: expected 'BATCH,DIM,L,N[,G] [KEY=VALUE,...]' with positive integers, N <= 256, G dividing DIM",
+                   origin, line_number + 1);
+      break;
+    }
+    if (n == 2 && apply_keys(fields[1], &r.variant) != SF_OK) {
+      st = sf_fail_context(SF_EINVAL, "%s:%d", origin, line_number + 1);
+      break;
+    }
+    if (*count == cap) {
+      cap = cap ? 2 * cap : 16;
+      sf_tune_request *grown = realloc(*out, (size_t)cap * sizeof *grown);
+      if (!grown) {
+        st = sf_fail(SF_ENOMEM, "out of memory");
+        break;
+      }
+      *out = grown;
+    }
+    (*out)[(*count)++] = r;
+  }
+  if (st == SF_OK && *count == 0) st = sf_fail(SF_EINVAL, "%s: no entries", origin);
+  if (st != SF_OK) {
+    free(*out);
+    *out = NULL;
+    *count = 0;
+  }
+  return st;
+}
+
+/* ---- candidates ---------------------------------------------------------------------------- */
+
+static int64_t next_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+/* The heuristics' choice for the request (what the runtime runs untuned). */
+static sf_variant heuristic_default(const sf_tune_request *r) {
+  sf_variant v = r->variant;
+  if (v.op == SF_OP_BWD)
+    sf_heuristic_configure_bwd(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
+  else
+    sf_heuristic_configure(&v, r->shape.batch, r->shape.dim, r->shape.seqlen);
+  return v;
+}
+
+/* The tuner's limits of docs/tuning.md: what is worth measuring at all. */
+static bool worth_measuring(const sf_tune_request *r, const sf_variant *v) {
+  const int64_t block = (int64_t)v->threads * v->channels, chunk = (int64_t)v->threads * v->items;
+  const int64_t P = next_pow2(r->shape.seqlen), per_group = r->shape.dim / r->shape.groups;
+  if (block < 32 || block > 256) return false;
+  if (v->channels > next_pow2(r->shape.dim)) return false;
+  /* A block that shares one group's B and C rows needs whole groups of channels. */
+  const bool shares_rows = v->op == SF_OP_BWD || v->split_states;
+  if (shares_rows && (v->B_var || v->C_var) && per_group % v->channels != 0) return false;
+  if (v->op == SF_OP_BWD) return chunk == sf_scan_state_interval(r->shape.seqlen);
+  if (v->split_states) return block % 32 == 0; /* lanes x channels fill whole warps */
+  return chunk >= (P < 64 ? P : 64) && chunk <= (P > 64 ? P : 64);
+}
+
+/* Adds v unless it is the first candidate again, invalid, not worth measuring, or (when
+ * asked) refused by its template. */
+static void offer(const sf_tune_request *r, sf_variant v, bool ask_template, sf_variant *out, int cap, int *count,
+                  int *refused) {
+  const sf_tune_knobs k = sf_tune_knobs_of(&v), first = sf_tune_knobs_of(&out[0]);
+  if (sf_tune_knobs_equal(&k, &first) || sf_variant_validate(&v) != SF_OK || !worth_measuring(r, &v)) return;
+  if (ask_template) { /* the template has the last word (shared memory, items, intervals) */
+    char *source = NULL;
+    size_t length;
+    sf_status st = sf_generate(&v, &source, &length);
+    free(source);
+    if (st != SF_OK) {
+      (*refused)++;
+      return;
+    }
+  }
+  if (*count < cap) out[*count] = v;
+  (*count)++;
+}
+
+int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *out, int cap, int *rejected) {
+  sf_variant first = heuristic_default(r);
+  int count = 1, refused = 0;
+  sf_variant scratch[1];
+  if (cap <= 0) out = scratch, cap = 1; /* the first is always there to compare with */
+  out[0] = first;
+  /* Lanes split time (and the backward): the heuristics' states. */
+  for (int threads = 4; threads <= 512; threads *= 2)
+    for (int items = 4; items <= 32; items *= 2)
+      for (int channels = 1; channels <= 64; channels *= 2) {
+        sf_variant v = r->variant;
+        sf_tune_knobs k = {false, threads, items, channels, first.split_states ? sf_variant_default().states : first.states};
+        sf_tune_knobs_apply(&k, &v);
+        offer(r, v, ask_template, out, cap, &count, &refused);
+      }
+  /* Forward, lanes split the states: threads are the lanes of a channel (dividing N),
+   * items the steps of a time block. */
+  for (int lanes = 1; r->variant.op == SF_OP_FWD && lanes <= 32; lanes *= 2)
+    for (int items = 16; lanes <= r->variant.dstate && r->variant.dstate % lanes == 0 && items <= 64; items *= 2)
+      for (int channels = 1; channels <= 256; channels *= 2) {
+        sf_variant v = r->variant;
+        sf_tune_knobs k = {true, lanes, items, channels, first.states};
+        sf_tune_knobs_apply(&k, &v);
+        offer(r, v, ask_template, out, cap, &count, &refused);
+      }
+  sf_clear_error();
+  if (rejected) *rejected = refused;
+  return count;
+}
+
+/* The largest divisor of n not above s: the states a split=time template really uses. */
+static int effective_states(int s, int n) {
+  while (s > 1 && n % s != 0) s--;
+  return s;
+}
+
+int sf_tune_states_candidates(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap) {
+  int count = 0;
+  if (base->op != SF_OP_FWD || base->split_states) return 0;
+  const int have = effective_states(base->states, base->dstate);
+  for (int states = 1; states <= 16 && states <= base->dstate; states *= 2) {
+    if (effective_states(states, base->dstate) != states || states == have) continue;
+    sf_variant v = *base;
+    v.states = states;
+    if (sf_variant_validate(&v) != SF_OK || !worth_measuring(r, &v)) continue;
+    if (count < cap) out[count] = v;
+    count++;
+  }
+  return count;
+}
+
+/* ---- the run's state -------------------------------------------------------------------- */
+
+enum { MAX_CANDIDATES = 512 };
+
+/* One distinct variant of the run: compiled once, checked once per check shape. */
+typedef struct unique_variant {
+  sf_variant v;
+  char spec[256]; /* canonical, to find it again */
+  sf_status compile_status;
+  char compile_error[256];
+} unique_variant;
+
+/* A check result remembered across entries of the same class. */
+typedef struct check_memo {
+  char spec[512];
+  int64_t dim, seqlen;
+  bool passed;
+  double error;
+  char why[256];
+} check_memo;
+
+typedef struct run_state {
+  sf_context *ctx;
+  const sf_tune_options *opt;
+  sf_tune_summary *summary;
+  sf_tune_gpu gpu;
+  sf_device_info info;
+  sf_timer timer;
+  double start_ms;
+  /* The requests to tune and their candidates. */
+  const sf_tune_request **todo;
+  sf_variant **candidates;
+  int *candidate_counts;
+  int todo_count;
+  /* Distinct variants over all candidates, compiled by the pool. */
+  unique_variant *uniques;
+  int unique_count;
+  atomic_int next_compile, compiled;
+  atomic_bool stop_compiling;
+  sf_target target;
+  check_memo *memos;
+  int memo_count, memo_cap;
+  double tune_start_ms;
+  int entries_done;
+} run_state;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static bool should_stop(run_state *s) {
+  if (s->opt->stop && *s->opt->stop) return true;
+  return s->opt->budget_s > 0 && now_ms() - s->start_ms > s->opt->budget_s * 1e3;
+}
+
+static void report(run_state *s, const char *phase, int entry, int candidate, int candidates) {
+  if (!s->opt->progress) return;
+  sf_tune_progress p = {.entry = entry, .entries = s->todo_count, .candidate = candidate,
+                        .candidates = candidates, .compiled = atomic_load(&s->compiled),
+                        .to_compile = s->unique_count, .phase = phase, .eta_s = -1};
+  char label[256] = "";
+  if (entry < s->todo_count) sf_tune_request_format(s->todo[entry], label, sizeof label);
+  p.label = label;
+  p.elapsed_s = (now_ms() - s->start_ms) * 1e-3;
+  if (strcmp(phase, "tuning") == 0) {
+    double done = s->entries_done + (candidates > 0 ? (double)candidate / candidates : 0);
+    if (done > 0.05) p.eta_s = (now_ms() - s->tune_start_ms) * 1e-3 / done * (s->todo_count - done);
+  } else if (p.compiled > 0) {
+    p.eta_s = p.elapsed_s / p.compiled * (p.to_compile - p.compiled);
+  }
+  s->opt->progress(s->opt->user, &p);
+}
+
+static int find_unique(const run_state *s, const sf_variant *v) {
+  char spec[256];
+  sf_variant_format(v, spec, sizeof spec);
+  for (int i = 0; i < s->unique_count; i++)
+    if (strcmp(s->uniques[i].spec, spec) == 0) return i;
+  return -1;
+}
+
+static sf_status add_unique(run_state *s, const sf_variant *v) {
+  if (find_unique(s, v) >= 0) return SF_OK;
+  unique_variant *grown = realloc(s->uniques, (size_t)(s->unique_count + 1) * sizeof *grown);
+  if (!grown) return sf_fail(SF_ENOMEM, "tune: out of memory");
+  s->uniques = grown;
+  memset(&s->uniques[s->unique_count], 0, sizeof *grown);
+  s->uniques[s->unique_count].v = *v;
+  sf_variant_format(v, s->uniques[s->unique_count].spec, sizeof s->uniques[0].spec);
+  s->unique_count++;
+  return SF_OK;
+}
+
+/* ---- compiling in parallel ------------------------------------------------------------------ */
+
+static void *compile_worker(void *arg) {
+  run_state *s = arg;
+  for (;;) {
+    if (atomic_load(&s->stop_compiling)) break;
+    int i = atomic_fetch_add(&s->next_compile, 1);
+    if (i >= s->unique_count) break;
+    unique_variant *u = &s->uniques[i];
+    const void *data;
+    size_t size;
+    sf_cache_source where;
+    u->compile_status = sf_variant_binary(s->ctx->cache, s->target, &u->v, &data, &size, &where);
+    if (u->compile_status != SF_OK) snprintf(u->compile_error, sizeof u->compile_error, "%s", sf_last_error());
+    atomic_fetch_add(&s->compiled, 1);
+  }
+  return NULL;
+}
+
+static int default_jobs(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
+}
+
+/* Compiles the distinct variants from index `first` on, on the pool; the verdicts land
+ * in each one's compile_status (SF_EINVAL: the template refused it). */
+static void compile_from(run_state *s, int first) {
+  const int jobs = s->opt->jobs > 0 ? s->opt->jobs : default_jobs();
+  atomic_store(&s->next_compile, first);
+  atomic_store(&s->compiled, first);
+  atomic_store(&s->stop_compiling, false);
+  pthread_t threads[64];
+  int started = 0;
+  for (; started < jobs && started < 64 && started < s->unique_count - first; started++)
+    if (pthread_create(&threads[started], NULL, compile_worker, s) != 0) break;
+  if (started == 0) compile_worker(s); /* no threads: compile here */
+  /* Workers stop taking jobs once told; those in flight finish. */
+  while (started > 0 && atomic_load(&s->compiled) < s->unique_count && !atomic_load(&s->stop_compiling)) {
+    if (should_stop(s)) atomic_store(&s->stop_compiling, true);
+    if (first == 0) report(s, "compiling", 0, 0, 0);
+    usleep(20000);
+  }
+  for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
+  if (first == 0) report(s, "compiling", 0, 0, 0);
+}
+
+/* ---- checking one candidate ---------------------------------------------------------------- */
+
+/* The small shape a candidate is checked on: its configuration over more than one block
+ * and, where the chunk allows, more than one chunk, kept small so the float64 reference
+ * is quick (docs/tuning.md). */
+static sf_check_shape check_shape_for(const sf_tune_request *r, const sf_variant *v) {
+  const int64_t L = r->shape.seqlen, G = r->shape.groups;
+  sf_check_shape c = {.batch = 2, .dstate = v->dstate, .groups = (int)G, .dtype = v->dtype, .z = v->has_z,
+                      .D = v->has_D, .delta_bias = v->has_delta_bias, .softplus = v->softplus,
+                      .B_fixed = !v->B_var, .C_fixed = !v->C_var, .deterministic = v->deterministic};
+  if (v->op == SF_OP_BWD) {
+    /* The backward needs the call's state interval and channels dividing each group. */
+    const int64_t interval = sf_scan_state_interval(L);
+    c.seqlen = L < interval + interval / 2 + 1 ? L : interval + interval / 2 + 1;
+    c.dim = (int64_t)v->channels * G;
+  } else {
+    /* split=time scans chunks of threads x items steps; split=state blocks of items. */
+    const int64_t chunk = v->split_states ? v->items : (int64_t)v->threads * v->items;
+    const int64_t cap = 2 * chunk + 7 < 600 ? 2 * chunk + 7 : 600;
+    c.seqlen = L < cap ? L : cap;
+    if (v->split_states) {
+      c.dim = 2 * (int64_t)v->channels * G; /* two blocks, each within one group */
+    } else {
+      c.dim = v->channels + (v->channels > 1 ? v->channels / 2 : 1); /* a full block and a partial one */
+      c.dim = (c.dim + G - 1) / G * G;
+    }
+  }
+  return c;
+}
+
+static void knob_spec(const sf_variant *v, char *buf, size_t cap) {
+  const sf_tune_knobs k = sf_tune_knobs_of(v);
+  sf_tune_knobs_spec(&k, buf, cap);
+}
+
+/* Checks the candidate; returns SF_OK when the check ran (its verdict in *passed),
+ * otherwise the call's status (e.g. SF_ERESOURCE). */
+static sf_status check_candidate(run_state *s, const sf_tune_request *r, const sf_variant *v, bool *passed,
+                                 double *error, char *why, size_t why_cap) {
+  char spec[256], full[512];
+  knob_spec(v, spec, sizeof spec);
+  sf_variant_format(v, full, sizeof full);
+  const sf_check_shape shape = check_shape_for(r, v);
+  for (int i = 0; i < s->memo_count; i++) {
+    const check_memo *m = &s->memos[i];
+    if (strcmp(m->spec, full) == 0 && m->dim == shape.dim && m->seqlen == shape.seqlen) {
+      *passed = m->passed;
+      *error = m->error;
+      snprintf(why, why_cap, "%s", m->why);
+      return SF_OK;
+    }
+  }
+  const sf_launch launch = {.spec = spec};
+  const uint64_t seed = 0x7a11u + (uint64_t)s->memo_count;
+  sf_status st;
+  double bar;
+  if (v->op == SF_OP_BWD) {
+    sf_check_bwd_result res;
+    st = sf_check_bwd(s->ctx, &shape, &launch, seed, &res);
+    *error = 0;
+    for (int i = 0; st == SF_OK && i < res.count; i++)
+      if (!(res.grads[i].error <= *error)) *error = res.grads[i].error; /* NaN sticks */
+    *passed = st == SF_OK && res.passed;
+    bar = res.bar;
+  } else {
+    sf_check_result res;
+    st = sf_check_fwd(s->ctx, &shape, &launch, seed, &res);
+    *error = fmax(res.out_error, fmax(res.last_state_error, res.saved_error));
+    if (isnan(res.out_error) || isnan(res.last_state_error) || isnan(res.saved_error)) *error = NAN;
+    *passed = st == SF_OK && res.passed;
+    bar = res.bar;
+  }
+  if (st != SF_OK) return st;
+  why[0] = '\0';
+  if (!*passed)
+    snprintf(why, why_cap, "failed the check on %lldx%lldx%lld: error %.3g over the bar %.0e", (long long)shape.batch,
+             (long long)shape.dim, (long long)shape.seqlen, *error, bar);
+  if (s->memo_count == s->memo_cap) {
+    int cap = s->memo_cap ? 2 * s->memo_cap : 64;
+    check_memo *grown = realloc(s->memos, (size_t)cap * sizeof *grown);
+    if (!grown) return SF_OK; /* not remembering costs time only */
+    s->memos = grown;
+    s->memo_cap = cap;
+  }
+  check_memo *m = &s->memos[s->memo_count++];
+  snprintf(m->spec, sizeof m->spec, "%s", full);
+  m->dim = shape.dim;
+  m->seqlen = shape.seqlen;
+  m->passed = *passed;
+  m->error = *error;
+  snprintf(m->why, sizeof m->why, "%s", why);
+  return SF_OK;
+}
+
+/* ---- timing one candidate ------------------------------------------------------------------ */
+
+typedef struct timed_call {
+  sf_context *ctx;
+  const sf_measure_sets *sets;
+  int next_set;
+  bool backward;
+  sf_launch launch;
+} timed_call;
+
+static sf_status run_call(void *user, CUstream stream) {
+  timed_call *c = user;
+  const int set = c->next_set++ % c->sets->sets;
+  c->launch.stream = stream;
+  if (c->backward) {
+    sf_scan_bwd_args a = sf_measure_bwd_args(c->sets, set);
+    return sf_scan_bwd(c->ctx, &a, &c->launch);
+  }
+  sf_scan_fwd_args a = sf_measure_fwd_args(c->sets, set);
+  return sf_scan_fwd(c->ctx, &a, &c->launch);
+}
+
+/* A candidate whose first runs are all slower than this many times the best median so
+ * far cannot win: it stops there (docs/tuning.md). */
+#define EARLY_STOP_RUNS 3
+#define EARLY_STOP_FACTOR 1.5
+
+static sf_status time_candidate(run_state *s, const sf_measure_sets *sets, const sf_variant *v, double best_ms,
+                                bool may_stop_early, sf_tune_candidate *c) {
+  char spec[256];
+  knob_spec(v, spec, sizeof spec);
+  timed_call call = {.ctx = s->ctx, .sets = sets, .backward = v->op == SF_OP_BWD, .launch = {.spec = spec}};
+  const int reps = s->opt->reps < 20 ? 20 : s->opt->reps;
+  float *ms = malloc((size_t)reps * sizeof *ms);
+  if (!ms) return sf_fail(SF_ENOMEM, "tune: out of memory");
+  sf_status st = SF_OK;
+  for (int i = 0; i < (s->opt->warmup > 0 ? s->opt->warmup : 0) && st == SF_OK; i++)
+    st = run_call(&call, s->timer.stream);
+  if (st == SF_OK) st = sf_cu_check(s->timer.cu->StreamSynchronize(s->timer.stream), "cuStreamSynchronize");
+  int done = 0;
+  bool stopped_early = false;
+  for (; done < reps && st == SF_OK; done++) {
+    st = sf_timer_time_one(&s->timer, run_call, &call, &ms[done]);
+    if (st == SF_OK && may_stop_early && best_ms > 0 && done + 1 == EARLY_STOP_RUNS) {
+      float fastest = ms[0];
+      for (int k = 1; k <= done; k++) fastest = ms[k] < fastest ? ms[k] : fastest;
+      if (fastest > EARLY_STOP_FACTOR * best_ms) {
+        done++;
+        stopped_early = true;
+        break;
+      }
+    }
+  }
+  if (st == SF_OK) {
+    sf_timing t = sf_timing_of(ms, done);
+    c->ok = true;
+    c->median_us = t.median * 1e3;
+    c->min_us = t.min * 1e3;
+    c->p90_us = t.p90 * 1e3;
+    c->reps = done;
+    if (stopped_early)
+      snprintf(c->why, sizeof c->why, "stopped after %d runs: over %.1fx the best", done, EARLY_STOP_FACTOR);
+  }
+  free(ms);
+  return st;
+}
+
+/* ---- one entry ------------------------------------------------------------------------------ */
+
+static void utc_now(char *buf, size_t cap) {
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Why a status keeps a candidate out, in words for the database. */
+static void failure_text(sf_status st, const char *detail, char *buf, size_t cap) {
+  const char *what = st == SF_ERESOURCE ? "out of GPU resources"
+                     : st == SF_ECOMPILE ? "compile error"
+                     : st == SF_EINVAL   ? "rejected"
+                                         : sf_status_name(st);
+  snprintf(buf, cap, "%s: %.200s", what, detail);
+}
+
+/* The shape's inputs, and for a backward the states its forward saves. */
+static sf_status prepare_sets(run_state *s, const sf_tune_request *r, sf_measure_sets *sets) {
+  const sf_variant *v = &r->variant;
+  sf_measure_shape shape = {.batch = r->shape.batch, .dim = r->shape.dim, .seqlen = r->shape.seqlen,
+                            .dstate = v->dstate, .groups = r->shape.groups, .dtype = v->dtype, .z = v->has_z,
+                            .D = v->has_D, .delta_bias = v->has_delta_bias, .softplus = v->softplus,
+                            .B_var = v->B_var, .C_var = v->C_var, .backward = v->op == SF_OP_BWD};
+  /* More than the L2 cache, so that no run finds the previous one's inputs there. */
+  double min_bytes = 4.0 * s->info.l2_bytes;
+  if (min_bytes < 128.0 * 1024 * 1024) min_bytes = 128.0 * 1024 * 1024;
+  const int reps = s->opt->reps < 20 ? 20 : s->opt->reps;
+  sf_status st = sf_measure_sets_alloc(s->timer.cu, &shape, min_bytes, reps + s->opt->warmup, sets);
+  if (st != SF_OK || v->op != SF_OP_BWD) return st;
+  const sf_launch fwd = {.stream = s->timer.stream, .untuned = true};
+  for (int i = 0; i < sets->sets && st == SF_OK; i++) {
+    sf_scan_fwd_args a = sf_measure_fwd_args(sets, i);
+    st = sf_scan_fwd(s->ctx, &a, &fwd);
+  }
+  if (st == SF_OK) st = sf_cu_check(s->timer.cu->StreamSynchronize(s->timer.stream), "cuStreamSynchronize");
+  if (st != SF_OK) sf_measure_sets_free(s->timer.cu, sets);
+  return st;
+}
+
+/* Compiles, checks and times one candidate into *c. A failing candidate is recorded with
+ * why; the status is SF_OK unless the CUDA context itself is broken (a sticky fault),
+ * after which nothing more can run in this process. */
+static sf_status measure_one(run_state *s, const sf_tune_request *r, const sf_measure_sets *sets, const sf_variant *v,
+                             bool is_default, double *best_ms, sf_tune_candidate *c) {
+  memset(c, 0, sizeof *c);
+  c->knobs = sf_tune_knobs_of(v);
+  c->error = -1;
+  const int u = find_unique(s, v);
+  if (u < 0 || s->uniques[u].compile_status != SF_OK) {
+    failure_text(u < 0 ? SF_EINTERNAL : s->uniques[u].compile_status,
+                 u < 0 ? "not compiled" : s->uniques[u].compile_error, c->why, sizeof c->why);
+    return SF_OK;
+  }
+  bool passed = false;
+  sf_status st = check_candidate(s, r, v, &passed, &c->error, c->why, sizeof c->why);
+  if (st == SF_OK && passed) {
+    st = time_candidate(s, sets, v, *best_ms, !is_default, c);
+    if (st == SF_OK && c->reps >= 20 && (*best_ms == 0 || c->median_us * 1e-3 < *best_ms)) *best_ms = c->median_us * 1e-3;
+  }
+  if (st == SF_OK) return SF_OK;
+  /* The candidate's failure (resources, launch): recorded, never fatal... */
+  c->ok = false;
+  failure_text(st, sf_last_error(), c->why, sizeof c->why);
+  /* ...unless it broke the context. */
+  CUresult sync = s->timer.cu->CtxSynchronize();
+  if (sync == CUDA_SUCCESS) return SF_OK;
+  char spec[128];
+  sf_tune_knobs_short(&c->knobs, spec, sizeof spec);
+  return sf_fail(SF_ECUDA, "the CUDA context failed after candidate %s (%s: %s); nothing more can run in this process: %s",
+                 spec, sf_cu_error_name(sync), sf_cu_error_string(sync), c->why);
+}
+
+/* Whether a (template-accepted) variant is already among the entry's candidates. */
+static bool measured(const sf_tune_entry *e, const sf_variant *v) {
+  const sf_tune_knobs k = sf_tune_knobs_of(v);
+  for (int i = 0; i < e->candidate_count; i++)
+    if (sf_tune_knobs_equal(&e->candidates[i].knobs, &k)) return true;
+  return false;
+}
+
+enum { STATES_BASES = 3, STATES_EXTRA = STATES_BASES * 5 };
+
+/* The second stage: other `states` for the fastest split=time forward candidates. */
+static int states_round(run_state *s, const sf_tune_request *r, const sf_tune_entry *e, sf_variant *out) {
+  const sf_tune_candidate *top[STATES_BASES] = {0};
+  for (int i = 0; i < e->candidate_count; i++) {
+    const sf_tune_candidate *c = &e->candidates[i];
+    if (!c->ok || c->reps < 20 || c->knobs.split_states) continue;
+    for (int k = 0; k < STATES_BASES; k++)
+      if (!top[k] || c->median_us < top[k]->median_us) {
+        memmove(&top[k + 1], &top[k], (size_t)(STATES_BASES - k - 1) * sizeof top[0]);
+        top[k] = c;
+        break;
+      }
+  }
+  int count = 0;
+  for (int k = 0; k < STATES_BASES && top[k]; k++) {
+    sf_variant base = r->variant, more[5];
+    sf_tune_knobs_apply(&top[k]->knobs, &base);
+    const int n = sf_tune_states_candidates(r, &base, more, 5);
+    for (int j = 0; j < n && j < 5 && count < STATES_EXTRA; j++)
+      if (!measured(e, &more[j])) out[count++] = more[j];
+  }
+  return count;
+}
+
+/* Tunes one entry into *e. Returns SF_OK (e->candidate_count > 0 when anything was
+ * measured) unless the entry cannot run at all or the context broke. */
+static sf_status tune_entry(run_state *s, int index, sf_tune_entry *e, bool *stopped) {
+  const sf_tune_request *r = s->todo[index];
+  const sf_variant *cands = s->candidates[index];
+  const int count = s->candidate_counts[index];
+  *e = sf_tune_request_key(r);
+  e->candidates = calloc((size_t)(count + STATES_EXTRA), sizeof *e->candidates);
+  if (!e->candidates) return sf_fail(SF_ENOMEM, "tune: out of memory");
+  sf_measure_sets sets;
+  sf_status st = prepare_sets(s, r, &sets);
+  if (st != SF_OK)
+    return sf_fail_context(st, "inputs of %lldx%lldx%lld", (long long)r->shape.batch, (long long)r->shape.dim,
+                           (long long)r->shape.seqlen);
+  double best_ms = 0;
+  /* Stage 1: the knob grid. */
+  for (int i = 0; i < count && st == SF_OK; i++) {
+    if ((*stopped = should_stop(s))) break;
+    report(s, "tuning", index, i, count);
+    const int u = find_unique(s, &cands[i]);
+    /* The template refused it (shared memory, ...): not a candidate at all. */
+    if (i > 0 && u >= 0 && s->uniques[u].compile_status == SF_EINVAL) continue;
+    st = measure_one(s, r, &sets, &cands[i], i == 0, &best_ms, &e->candidates[e->candidate_count++]);
+  }
+  /* Stage 2: states around the best, compiled now. */
+  sf_variant extra[STATES_EXTRA];
+  const int n_extra = st == SF_OK && !*stopped ? states_round(s, r, e, extra) : 0;
+  if (n_extra > 0) {
+    const int first = s->unique_count;
+    for (int j = 0; j < n_extra && st == SF_OK; j++) st = add_unique(s, &extra[j]);
+    if (st == SF_OK) compile_from(s, first);
+  }
+  for (int j = 0; j < n_extra && st == SF_OK; j++) {
+    if ((*stopped = should_stop(s))) break;
+    report(s, "tuning", index, count + j, count + n_extra);
+    const int u = find_unique(s, &extra[j]);
+    if (u >= 0 && s->uniques[u].compile_status == SF_EINVAL) continue;
+    st = measure_one(s, r, &sets, &extra[j], false, &best_ms, &e->candidates[e->candidate_count++]);
+  }
+  s->timer.cu->StreamSynchronize(s->timer.stream);
+  sf_measure_sets_free(s->timer.cu, &sets);
+  if (st != SF_OK) return st;
+  e->complete = !*stopped;
+
+  /* The winner: the fastest fully measured candidate; the default unless beaten by 1%. */
+  const sf_tune_candidate *dflt = e->candidate_count > 0 ? &e->candidates[0] : NULL;
+  const sf_tune_candidate *best = NULL;
+  for (int i = 0; i < e->candidate_count; i++) {
+    const sf_tune_candidate *c = &e->candidates[i];
+    if (c->ok && c->reps >= 20 && (!best || c->median_us < best->median_us)) best = c;
+  }
+  if (dflt && dflt->ok && best && best != dflt && best->median_us > 0.99 * dflt->median_us) best = dflt;
+  if (!best) return SF_OK; /* nothing usable was measured */
+  sf_tune_knobs_apply(&best->knobs, &e->variant);
+  e->winner_us = best->median_us;
+  e->default_knobs = sf_tune_knobs_of(&cands[0]);
+  e->default_us = dflt && dflt->ok ? dflt->median_us : 0;
+  utc_now(e->tuned_at, sizeof e->tuned_at);
+  return SF_OK;
+}
+
+static bool has_winner(const sf_tune_entry *e) {
+  for (int i = 0; i < e->candidate_count; i++)
+    if (e->candidates[i].ok && e->candidates[i].reps >= 20) return true;
+  return false;
+}
+
+static sf_status save_entry(run_state *s, const sf_tune_entry *e) {
+  sf_tune_db add;
+  sf_tune_db_init(&add);
+  sf_status st = sf_tune_db_put(&add, &s->gpu, e);
+  char *warning = NULL;
+  if (st == SF_OK) st = sf_tune_db_save(s->opt->db_path, &add, &warning);
+  if (warning && !s->summary->warning[0]) snprintf(s->summary->warning, sizeof s->summary->warning, "%s", warning);
+  free(warning);
+  sf_tune_db_free(&add);
+  return st;
+}
+
+/* ---- the run --------------------------------------------------------------------------------- */
+
+
+static void free_state(run_state *s) {
+  for (int i = 0; i < s->todo_count; i++) free(s->candidates ? s->candidates[i] : NULL);
+  free(s->candidates);
+  free(s->candidate_counts);
+  free(s->todo);
+  free(s->uniques);
+  free(s->memos);
+  sf_timer_close(&s->timer);
+}
+
+/* Picks the requests still to tune and their candidates. */
+static sf_status plan(run_state *s, const sf_tune_request *requests, int count, const sf_tune_db *db) {
+  s->todo = calloc((size_t)count + 1, sizeof *s->todo);
+  s->candidates = calloc((size_t)count + 1, sizeof *s->candidates);
+  s->candidate_counts = calloc((size_t)count + 1, sizeof *s->candidate_counts);
+  if (!s->todo || !s->candidates || !s->candidate_counts) return sf_fail(SF_ENOMEM, "tune: out of memory");
+  const sf_tune_section *section = sf_tune_db_find_section(db, &s->gpu);
+  for (int i = 0; i < count; i++) {
+    sf_tune_entry key = sf_tune_request_key(&requests[i]);
+    const sf_tune_entry *have = section ? sf_tune_section_find(section, &key) : NULL;
+    if (have && have->complete && !s->opt->force) {
+      s->summary->skipped++;
+      if (s->opt->entry_done) s->opt->entry_done(s->opt->user, &requests[i], have, true, NULL);
+      continue;
+    }
+    sf_variant *cands = malloc(MAX_CANDIDATES * sizeof *cands);
+    if (!cands) return sf_fail(SF_ENOMEM, "tune: out of memory");
+    /* The template's verdicts come from the parallel compiles (SF_EINVAL). */
+    int n = sf_tune_candidates(&requests[i], false, cands, MAX_CANDIDATES, NULL);
+    const int k = s->todo_count++;
+    s->todo[k] = &requests[i];
+    s->candidates[k] = cands;
+    s->candidate_counts[k] = n < MAX_CANDIDATES ? n : MAX_CANDIDATES;
+    for (int c = 0; c < s->candidate_counts[k]; c++) {
+      sf_status st = add_unique(s, &cands[c]);
+      if (st != SF_OK) return st;
+    }
+  }
+  return SF_OK;
+}
+
+sf_status sf_tune_run(sf_context *ctx, const sf_tune_request *requests, int count, const sf_tune_options *opt,
+                      sf_tune_summary *summary) {
+  if (!ctx || !opt || !summary || !opt->db_path || (count > 0 && !requests))
+    return sf_fail(SF_EINVAL, "sf_tune_run: ctx, requests, options (with db_path) and summary are needed");
+  memset(summary, 0, sizeof *summary);
+  run_state s = {.ctx = ctx, .opt = opt, .summary = summary, .start_ms = now_ms()};
+  CUcontext context;
+  sf_status st = sf_cu_current_context(0, &context);
+  if (st == SF_OK) st = sf_device_get_info(-1, &s.info);
+  if (st == SF_OK) st = sf_tune_gpu_of_device(-1, &s.gpu);
+  if (st == SF_OK) st = sf_context_target(ctx, &s.target);
+  if (st == SF_OK) st = sf_timer_open(&s.timer);
+  if (st != SF_OK) {
+    free_state(&s);
+    return st;
+  }
+  sf_tune_db db;
+  char *warning = NULL;
+  st = sf_tune_db_load(opt->db_path, &db, &warning);
+  if (warning) snprintf(summary->warning, sizeof summary->warning, "%s", warning);
+  free(warning);
+  if (st == SF_OK) st = plan(&s, requests, count, &db);
+  sf_tune_db_free(&db);
+  if (st == SF_OK) compile_from(&s, 0);
+  s.tune_start_ms = now_ms();
+  for (int i = 0; i < s.todo_count && st == SF_OK; i++) {
+    if (should_stop(&s)) break;
+    sf_tune_entry e;
+    bool stopped = false;
+    /* An entry that cannot run (its inputs do not fit, ...) fails alone. */
+    const sf_status entry_status = tune_entry(&s, i, &e, &stopped);
+    if (entry_status == SF_ECUDA) st = entry_status; /* the context is gone: stop here */
+    const bool won = entry_status == SF_OK && has_winner(&e);
+    if (won) st = save_entry(&s, &e);
+    if (won && st == SF_OK) {
+      summary->tuned++;
+      summary->partial += !e.complete;
+    } else if (!stopped) {
+      summary->failed++;
+    }
+    if (opt->entry_done && (won || !stopped)) {
+      char failure[512] = "";
+      if (entry_status != SF_OK)
+        snprintf(failure, sizeof failure, "%s", sf_last_error());
+      else if (!won)
+        snprintf(failure, sizeof failure, "no candidate passed (the heuristics' choice: %s)",
+                 e.candidate_count > 0 ? e.candidates[0].why : "none");
+      opt->entry_done(opt->user, s.todo[i], &e, false, won ? NULL : failure);
+    }
+    sf_tune_entry_free(&e);
+    s.entries_done++;
+    if (stopped) break;
+  }
+  summary->left = s.todo_count - summary->tuned - summary->failed;
+  summary->stopped = summary->left > 0 && st == SF_OK;
+  free_state(&s);
+  return st;
+}
