@@ -384,6 +384,9 @@ static sf_status add_unique(run_state *s, const sf_variant *v) {
   s->uniques = grown;
   memset(&s->uniques[s->unique_count], 0, sizeof *grown);
   s->uniques[s->unique_count].v = *v;
+  /* Until its compile says otherwise (a budget may stop the compiles first). */
+  s->uniques[s->unique_count].compile_status = SF_EINTERNAL;
+  snprintf(s->uniques[s->unique_count].compile_error, sizeof grown->compile_error, "not compiled before the stop");
   sf_variant_format(v, s->uniques[s->unique_count].spec, sizeof s->uniques[0].spec);
   s->unique_count++;
   return SF_OK;
