@@ -5,7 +5,6 @@
 // one is an empty tensor (shape [0]). Gradients of absent inputs come back empty too.
 // B and C are fixed (dim, N) float32 at rank 2, variable (batch, groups, N, L) in T at
 // rank 4.
-#include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tf_binding/cc/dtypes.h"
