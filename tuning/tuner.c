@@ -301,7 +301,8 @@ enum { MAX_CANDIDATES = 512 };
 /* One distinct variant of the run: compiled once, checked once per check shape. */
 typedef struct unique_variant {
   sf_variant v;
-  char spec[256]; /* canonical, to find it again */
+  char spec[256];        /* canonical, to find it again */
+  atomic_int done;       /* 1 once compile_status is set (release) */
   sf_status compile_status;
   char compile_error[256];
 } unique_variant;
@@ -328,15 +329,18 @@ typedef struct run_state {
   sf_variant **candidates;
   int *candidate_counts;
   int todo_count;
-  /* Distinct variants over all candidates, compiled by the pool. */
+  /* Distinct variants over all candidates, compiled by a pool of threads while the main
+   * thread measures: the array never moves (sized up front), the main thread appends and
+   * publishes unique_count, workers take the next index. */
   unique_variant *uniques;
-  int unique_count;
-  atomic_int next_compile, compiled;
+  int unique_capacity;
+  atomic_int unique_count, next_compile, compiled;
   atomic_bool stop_compiling;
+  pthread_t workers[64];
+  int worker_count;
   sf_target target;
   check_memo *memos;
   int memo_count, memo_cap;
-  double tune_start_ms;
   int entries_done;
 } run_state;
 
@@ -355,40 +359,42 @@ static void report(run_state *s, const char *phase, int entry, int candidate, in
   if (!s->opt->progress) return;
   sf_tune_progress p = {.entry = entry, .entries = s->todo_count, .candidate = candidate,
                         .candidates = candidates, .compiled = atomic_load(&s->compiled),
-                        .to_compile = s->unique_count, .phase = phase, .eta_s = -1};
+                        .to_compile = atomic_load(&s->unique_count), .phase = phase, .eta_s = -1};
   char label[256] = "";
   if (entry < s->todo_count) sf_tune_request_format(s->todo[entry], label, sizeof label);
   p.label = label;
   p.elapsed_s = (now_ms() - s->start_ms) * 1e-3;
-  if (strcmp(phase, "tuning") == 0) {
-    double done = s->entries_done + (candidates > 0 ? (double)candidate / candidates : 0);
-    if (done > 0.05) p.eta_s = (now_ms() - s->tune_start_ms) * 1e-3 / done * (s->todo_count - done);
-  } else if (p.compiled > 0) {
+  /* Entries done so far (the current one in part) over the time they took; before the
+   * first candidates are in, the compile rate. */
+  double done = s->entries_done + (candidates > 0 ? (double)candidate / candidates : 0);
+  if (done > 0.05)
+    p.eta_s = p.elapsed_s / done * (s->todo_count - done);
+  else if (p.compiled > 0)
     p.eta_s = p.elapsed_s / p.compiled * (p.to_compile - p.compiled);
-  }
   s->opt->progress(s->opt->user, &p);
 }
 
 static int find_unique(const run_state *s, const sf_variant *v) {
   char spec[256];
   sf_variant_format(v, spec, sizeof spec);
-  for (int i = 0; i < s->unique_count; i++)
+  const int count = atomic_load(&s->unique_count);
+  for (int i = 0; i < count; i++)
     if (strcmp(s->uniques[i].spec, spec) == 0) return i;
   return -1;
 }
 
+/* Main thread only. The slot is filled before the count that lets workers see it. */
 static sf_status add_unique(run_state *s, const sf_variant *v) {
   if (find_unique(s, v) >= 0) return SF_OK;
-  unique_variant *grown = realloc(s->uniques, (size_t)(s->unique_count + 1) * sizeof *grown);
-  if (!grown) return sf_fail(SF_ENOMEM, "tune: out of memory");
-  s->uniques = grown;
-  memset(&s->uniques[s->unique_count], 0, sizeof *grown);
-  s->uniques[s->unique_count].v = *v;
-  /* Until its compile says otherwise (a budget may stop the compiles first). */
-  s->uniques[s->unique_count].compile_status = SF_EINTERNAL;
-  snprintf(s->uniques[s->unique_count].compile_error, sizeof grown->compile_error, "not compiled before the stop");
-  sf_variant_format(v, s->uniques[s->unique_count].spec, sizeof s->uniques[0].spec);
-  s->unique_count++;
+  const int i = atomic_load(&s->unique_count);
+  if (i == s->unique_capacity) return sf_fail(SF_EINTERNAL, "tune: more distinct variants than planned (%d)", i);
+  unique_variant *u = &s->uniques[i];
+  memset(u, 0, sizeof *u);
+  u->v = *v;
+  u->compile_status = SF_EINTERNAL; /* until its compile says otherwise */
+  snprintf(u->compile_error, sizeof u->compile_error, "not compiled before the stop");
+  sf_variant_format(v, u->spec, sizeof u->spec);
+  atomic_store(&s->unique_count, i + 1);
   return SF_OK;
 }
 
@@ -396,16 +402,21 @@ static sf_status add_unique(run_state *s, const sf_variant *v) {
 
 static void *compile_worker(void *arg) {
   run_state *s = arg;
-  for (;;) {
-    if (atomic_load(&s->stop_compiling)) break;
-    int i = atomic_fetch_add(&s->next_compile, 1);
-    if (i >= s->unique_count) break;
+  while (!atomic_load(&s->stop_compiling)) {
+    int i = atomic_load(&s->next_compile);
+    if (i >= atomic_load(&s->unique_count)) {
+      usleep(2000); /* the main thread may add more (the states round) */
+      continue;
+    }
+    if (!atomic_compare_exchange_weak(&s->next_compile, &i, i + 1)) continue;
     unique_variant *u = &s->uniques[i];
     const void *data;
     size_t size;
     sf_cache_source where;
     u->compile_status = sf_variant_binary(s->ctx->cache, s->target, &u->v, &data, &size, &where);
     if (u->compile_status != SF_OK) snprintf(u->compile_error, sizeof u->compile_error, "%s", sf_last_error());
+    else u->compile_error[0] = '\0';
+    atomic_store(&u->done, 1);
     atomic_fetch_add(&s->compiled, 1);
   }
   return NULL;
@@ -416,26 +427,36 @@ static int default_jobs(void) {
   return cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
 }
 
-/* Compiles the distinct variants from index `first` on, on the pool; the verdicts land
- * in each one's compile_status (SF_EINVAL: the template refused it). */
-static void compile_from(run_state *s, int first) {
+static void start_compiling(run_state *s) {
   const int jobs = s->opt->jobs > 0 ? s->opt->jobs : default_jobs();
-  atomic_store(&s->next_compile, first);
-  atomic_store(&s->compiled, first);
-  atomic_store(&s->stop_compiling, false);
-  pthread_t threads[64];
-  int started = 0;
-  for (; started < jobs && started < 64 && started < s->unique_count - first; started++)
-    if (pthread_create(&threads[started], NULL, compile_worker, s) != 0) break;
-  if (started == 0) compile_worker(s); /* no threads: compile here */
-  /* Workers stop taking jobs once told; those in flight finish. */
-  while (started > 0 && atomic_load(&s->compiled) < s->unique_count && !atomic_load(&s->stop_compiling)) {
-    if (should_stop(s)) atomic_store(&s->stop_compiling, true);
-    if (first == 0) report(s, "compiling", 0, 0, 0);
-    usleep(20000);
+  for (s->worker_count = 0; s->worker_count < jobs && s->worker_count < 64; s->worker_count++)
+    if (pthread_create(&s->workers[s->worker_count], NULL, compile_worker, s) != 0) break;
+}
+
+static void stop_compiling(run_state *s) {
+  atomic_store(&s->stop_compiling, true);
+  for (int i = 0; i < s->worker_count; i++) pthread_join(s->workers[i], NULL);
+  s->worker_count = 0;
+}
+
+/* Waits for variant u's compile; false when the run is told to stop first. */
+static bool wait_compiled(run_state *s, int u, int entry, int candidate, int candidates) {
+  if (s->worker_count == 0 && !atomic_load(&s->uniques[u].done)) {
+    /* No pool (threads could not start): compile here. */
+    unique_variant *x = &s->uniques[u];
+    const void *data;
+    size_t size;
+    sf_cache_source where;
+    x->compile_status = sf_variant_binary(s->ctx->cache, s->target, &x->v, &data, &size, &where);
+    if (x->compile_status != SF_OK) snprintf(x->compile_error, sizeof x->compile_error, "%s", sf_last_error());
+    atomic_store(&x->done, 1);
   }
-  for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
-  if (first == 0) report(s, "compiling", 0, 0, 0);
+  for (int spins = 0; !atomic_load(&s->uniques[u].done); spins++) {
+    if (should_stop(s)) return false;
+    if (spins % 50 == 0) report(s, "compiling", entry, candidate, candidates);
+    usleep(2000);
+  }
+  return true;
 }
 
 /* ---- checking one candidate ---------------------------------------------------------------- */
@@ -727,22 +748,26 @@ static sf_status tune_entry(run_state *s, int index, sf_tune_entry *e, bool *sto
     if ((*stopped = should_stop(s))) break;
     report(s, "tuning", index, i, count);
     const int u = find_unique(s, &cands[i]);
+    if (u >= 0 && !wait_compiled(s, u, index, i, count)) {
+      *stopped = true;
+      break;
+    }
     /* The template refused it (shared memory, ...): not a candidate at all. */
     if (i > 0 && u >= 0 && s->uniques[u].compile_status == SF_EINVAL) continue;
     st = measure_one(s, r, &sets, &cands[i], i == 0, &best_ms, &e->candidates[e->candidate_count++]);
   }
-  /* Stage 2: states around the best, compiled now. */
+  /* Stage 2: states around the best, compiled by the pool now. */
   sf_variant extra[STATES_EXTRA];
   const int n_extra = st == SF_OK && !*stopped ? states_round(s, r, e, extra) : 0;
-  if (n_extra > 0) {
-    const int first = s->unique_count;
-    for (int j = 0; j < n_extra && st == SF_OK; j++) st = add_unique(s, &extra[j]);
-    if (st == SF_OK) compile_from(s, first);
-  }
+  for (int j = 0; j < n_extra && st == SF_OK; j++) st = add_unique(s, &extra[j]);
   for (int j = 0; j < n_extra && st == SF_OK; j++) {
     if ((*stopped = should_stop(s))) break;
     report(s, "tuning", index, count + j, count + n_extra);
     const int u = find_unique(s, &extra[j]);
+    if (u >= 0 && !wait_compiled(s, u, index, count + j, count + n_extra)) {
+      *stopped = true;
+      break;
+    }
     if (u >= 0 && s->uniques[u].compile_status == SF_EINVAL) continue;
     st = measure_one(s, r, &sets, &extra[j], false, &best_ms, &e->candidates[e->candidate_count++]);
   }
@@ -790,6 +815,7 @@ static sf_status save_entry(run_state *s, const sf_tune_entry *e) {
 
 
 static void free_state(run_state *s) {
+  stop_compiling(s);
   for (int i = 0; i < s->todo_count; i++) free(s->candidates ? s->candidates[i] : NULL);
   free(s->candidates);
   free(s->candidate_counts);
@@ -804,7 +830,11 @@ static sf_status plan(run_state *s, const sf_tune_request *requests, int count, 
   s->todo = calloc((size_t)count + 1, sizeof *s->todo);
   s->candidates = calloc((size_t)count + 1, sizeof *s->candidates);
   s->candidate_counts = calloc((size_t)count + 1, sizeof *s->candidate_counts);
-  if (!s->todo || !s->candidates || !s->candidate_counts) return sf_fail(SF_ENOMEM, "tune: out of memory");
+  /* Room for every candidate and each entry's states round: the array never moves. */
+  s->unique_capacity = count * (MAX_CANDIDATES + STATES_EXTRA) + 1;
+  s->uniques = malloc((size_t)s->unique_capacity * sizeof *s->uniques);
+  if (!s->todo || !s->candidates || !s->candidate_counts || !s->uniques)
+    return sf_fail(SF_ENOMEM, "tune: out of memory");
   const sf_tune_section *section = sf_tune_db_find_section(db, &s->gpu);
   for (int i = 0; i < count; i++) {
     sf_tune_entry key = sf_tune_request_key(&requests[i]);
@@ -853,8 +883,7 @@ sf_status sf_tune_run(sf_context *ctx, const sf_tune_request *requests, int coun
   free(warning);
   if (st == SF_OK) st = plan(&s, requests, count, &db);
   sf_tune_db_free(&db);
-  if (st == SF_OK) compile_from(&s, 0);
-  s.tune_start_ms = now_ms();
+  if (st == SF_OK) start_compiling(&s); /* in entry order, while the GPU measures */
   for (int i = 0; i < s.todo_count && st == SF_OK; i++) {
     if (should_stop(&s)) break;
     sf_tune_entry e;
