@@ -141,6 +141,7 @@ static void push_variant(lua_State *L, const sf_variant *v, const char *spec) {
   set_field_int(L, "items", v->items);
   set_field_int(L, "channels", v->channels);
   set_field_int(L, "states", v->states);
+  set_field_int(L, "min_blocks", v->min_blocks);
   set_field_bool(L, "z", v->has_z);
   set_field_bool(L, "D", v->has_D);
   set_field_bool(L, "delta_bias", v->has_delta_bias);

@@ -10,7 +10,7 @@
 #include "scanforge/scanforge.h"
 
 #define KEYS_ALLOWED \
-  "op, split, dstate, dtype, threads, items, channels, states, z, D, delta_bias, softplus, B, C, deterministic"
+  "op, split, dstate, dtype, threads, items, channels, states, minblocks, z, D, delta_bias, softplus, B, C, deterministic"
 
 sf_variant sf_variant_default(void) {
   sf_variant v = {
@@ -87,6 +87,7 @@ static sf_status set_key(sf_variant *v, const char *key, const char *value) {
   if (strcmp(key, "items") == 0) return parse_int(key, value, 1, 64, &v->items);
   if (strcmp(key, "channels") == 0) return parse_int(key, value, 1, 1024, &v->channels);
   if (strcmp(key, "states") == 0) return parse_int(key, value, 1, 16, &v->states);
+  if (strcmp(key, "minblocks") == 0) return parse_int(key, value, 0, 32, &v->min_blocks);
   if (strcmp(key, "z") == 0) return parse_bool(key, value, &v->has_z);
   if (strcmp(key, "D") == 0) return parse_bool(key, value, &v->has_D);
   if (strcmp(key, "delta_bias") == 0) return parse_bool(key, value, &v->has_delta_bias);
@@ -171,6 +172,8 @@ sf_status sf_variant_validate(const sf_variant *v) {
                    v->threads, v->channels);
   if (v->states < 1 || v->states > 16)
     return sf_fail(SF_EINVAL, "variant key 'states': value %d is out of range (allowed: 1..16)", v->states);
+  if (v->min_blocks < 0 || v->min_blocks > 32)
+    return sf_fail(SF_EINVAL, "variant key 'minblocks': value %d is out of range (allowed: 0..32)", v->min_blocks);
   if (v->split_states && v->op != SF_OP_FWD)
     return sf_fail(SF_EINVAL, "variant key 'split': value 'state' applies to op=fwd only");
   if (v->deterministic && v->op != SF_OP_BWD)
@@ -180,10 +183,10 @@ sf_status sf_variant_validate(const sf_variant *v) {
 
 int sf_variant_format(const sf_variant *v, char *buf, size_t cap) {
   return snprintf(buf, cap,
-                  "op=%s,split=%s,dstate=%d,dtype=%s,threads=%d,items=%d,channels=%d,states=%d,z=%d,D=%d,"
+                  "op=%s,split=%s,dstate=%d,dtype=%s,threads=%d,items=%d,channels=%d,states=%d,minblocks=%d,z=%d,D=%d,"
                   "delta_bias=%d,softplus=%d,B=%s,C=%s,deterministic=%d",
                   v->op == SF_OP_FWD ? "fwd" : "bwd", v->split_states ? "state" : "time", v->dstate, sf_dtype_name(v->dtype),
-                  v->threads, v->items, v->channels, v->states, v->has_z, v->has_D, v->has_delta_bias,
+                  v->threads, v->items, v->channels, v->states, v->min_blocks, v->has_z, v->has_D, v->has_delta_bias,
                   v->softplus, v->B_var ? "var" : "fixed", v->C_var ? "var" : "fixed",
                   v->deterministic);
 }

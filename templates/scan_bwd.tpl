@@ -45,7 +45,8 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(const sf_bwd_params p) {
+@ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
+extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_bwd_params p) {
   __shared__ float e_carry[2][$(CH)][$(N)]; /* e entering the chunk from its end, by parity */
   /* per warp of each channel: sums over time of dA and fixed dB, dC terms */
   __shared__ float acc_A[$(CH * WARPS)][$(N)];

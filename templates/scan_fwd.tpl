@@ -32,7 +32,8 @@
 __device__ __forceinline__ float softplus(float v) { return v <= 20.f ? log1pf(__expf(v)) : v; }
 @ end
 
-extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(const sf_fwd_params p) {
+@ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
+extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_fwd_params p) {
   __shared__ float carry[2][$(CH)][$(N)]; /* state entering the chunk, by chunk parity */
   __shared__ float A_smem[$(CH)][$(N)];     /* A * log2(e), read once per state and step */
 @ if WARPS > 1 then

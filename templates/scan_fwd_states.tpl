@@ -2,23 +2,42 @@
 @ --
 @ -- A channel's `threads` lanes each own N / threads of its states and run through time
 @ -- alone, in blocks of `items` steps: no scan across threads at all, the state lives in
-@ -- registers from the first step to the last. Per block, each lane computes dt for its
-@ -- share of the steps (softplus once per step, not once per lane) and hands it to the
-@ -- others with shuffles; every lane then advances its states through the block and
-@ -- accumulates its part of y; a butterfly reduce-scatter adds the parts so that each
-@ -- lane ends with the full y of its share of the steps, which it gates and stores.
+@ -- registers from the first step to the last. The block's `channels` channels share one
+@ -- group, so each time block of B and C is fetched once for all of them, together with
+@ -- the channels' u, delta and z, into shared memory by asynchronous copies (cp.async)
+@ -- one block ahead of the computation. Per block each lane computes dt for its share of
+@ -- the steps (softplus once per step, not once per lane) and publishes it in shared
+@ -- memory; every lane advances its states through the block and accumulates its part of
+@ -- y; a butterfly reduce-scatter adds the parts, leaving each lane the full y of its
+@ -- share of the steps, which it gates and stores.
 @ -- Best when batch x dim x lanes gives the GPU enough warps (large rows, MambaVision).
 @ local common = import("scan_common")
 @ local N, LN, TB, CH = variant.dstate, variant.threads, variant.items, variant.channels
+@ local size = common.element_size(variant.dtype)
 @ if LN > 32 or N % LN ~= 0 then
 @   reject("threads", string.format("with split=state, threads are the lanes of a channel and must divide dstate (%d) and be at most 32, got %d", N, LN))
 @ end
-@ if not common.is_power_of_two(TB) or TB < LN or TB > 64 then
-@   reject("items", string.format("with split=state, items (the steps of a block) must be a power of two from threads (%d) to 64, got %d", LN, TB))
+@ if not common.is_power_of_two(TB) or TB < LN or TB > 64 or (TB * size) % 16 ~= 0 then
+@   reject("items", string.format("with split=state, items (the steps of a block) must be a power of two from max(threads, %d) to 64, got %d", 16 // size, TB))
 @ end
-@ local S = N // LN           -- states per lane
-@ local Q = TB // LN          -- steps per lane in the dt hand-out and the output
+@ local S = N // LN            -- states per lane
+@ local Q = TB // LN           -- steps per lane in the dt hand-out and the output
 @ local BLOCK = LN * CH
+@ local EPC = 16 // size       -- elements per 16-byte copy
+@ local PAD = EPC              -- one copy of padding per row: no bank conflicts
+@ local TBP = TB + PAD
+@ local var_rows = (variant.B_var and N or 0) + (variant.C_var and N or 0)
+@ local seq_rows = CH * (variant.z and 3 or 2)
+@ local stage_bytes = (var_rows + seq_rows) * TBP * size
+@ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
+@ local smem_bytes = 2 * stage_bytes + (2 + LN) * CH * (TB + 4) * 4 + converted * N * (TB + 4) * 4
+@   + ((var_rows + seq_rows) * (TB // EPC) + BLOCK - 1) // BLOCK * BLOCK * 8
+@ if smem_bytes > 48 * 1024 then
+@   reject("channels", string.format("split=state with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most 49152 allowed", N, CH, TB, smem_bytes))
+@ end
+@ if (BLOCK % 32) ~= 0 then
+@   reject("channels", string.format("with split=state, threads x channels must fill whole warps, got %d x %d", LN, CH))
+@ end
 @ run_lengths = { TB }
 @ if Q ~= TB then run_lengths[2] = Q end
 @ include("kernel_params.h")
@@ -27,11 +46,66 @@
 #define SF_LOG2E 1.4426950408889634f
 
 @ if variant.softplus then
-/* softplus(v) = log1p(exp(v)) for v <= 20, v above (math.md). */
-__device__ __forceinline__ float softplus(float v) { return v <= 20.f ? log1pf(__expf(v)) : v; }
+/* softplus(v) = log1p(exp(v)) for v <= 20, v above (math.md); below -15, 1 + exp(v)
+ * rounds to 1 in fp32, so exp(v) itself is the correctly rounded value there. */
+__device__ __forceinline__ float softplus(float v) {
+  const float e = __expf(v);
+  return v > 20.f ? v : v < -15.f ? e : __logf(1.f + e);
+}
 @ end
 
-extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(const sf_fwd_params p) {
+/* One time block's inputs in shared memory, as stored in memory (type T). */
+struct stage_t {
+@ if variant.B_var then
+  elem_t B[$(N)][$(TBP)];
+@ end
+@ if variant.C_var then
+  elem_t C[$(N)][$(TBP)];
+@ end
+  elem_t u[$(CH)][$(TBP)];
+  elem_t delta[$(CH)][$(TBP)];
+@ if variant.z then
+  elem_t z[$(CH)][$(TBP)];
+@ end
+};
+
+/* Copies the 16 bytes at src (fewer when `valid` elements remain; zeros after) into dst:
+ * asynchronously on sm_80 and newer when the row is 16-byte aligned. */
+__device__ __forceinline__ void copy16(elem_t *dst, const elem_t *src, int valid, bool aligned) {
+#if __CUDA_ARCH__ >= 800
+  if (aligned) {
+    const int bytes = valid <= 0 ? 0 : valid >= $(EPC) ? 16 : valid * $(size);
+    const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src), "r"(bytes));
+    return;
+  }
+#endif
+#pragma unroll
+  for (int e = 0; e < $(EPC); e++) dst[e] = e < valid ? src[e] : (elem_t)0;
+}
+
+__device__ __forceinline__ void copies_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* Waits for all but the most recent group of copies. */
+__device__ __forceinline__ void copies_wait_previous() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 1;\n" ::);
+#endif
+}
+
+@ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
+extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_fwd_params p) {
+  __shared__ __align__(16) stage_t stages[2];
+  __shared__ __align__(16) float dt_smem[$(CH)][$(TB + 4)], dtu_smem[$(CH)][$(TB + 4)];
+  __shared__ __align__(16) float y_part[$(CH)][$(LN)][$(TB + 4)]; /* each lane's part of y */
+@ if size == 2 and (variant.B_var or variant.C_var) then
+  /* B and C of the block converted to fp32 once, for every channel of the block */
+  __shared__ __align__(16) float BC_f32[$((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0))][$(N)][$(TB + 4)];
+@ end
   const int lane = threadIdx.x % $(LN);  /* which share of the states, and of each block's steps */
   const int slot = threadIdx.x / $(LN);
   const int d_raw = blockIdx.x * $(CH) + slot;
@@ -39,21 +113,70 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
   const int d = active ? d_raw : p.dim - 1; /* an idle slot mirrors a real channel, stores nothing */
   const int b = blockIdx.y;
   const int L = p.seqlen;
-
-  const elem_t *u_row = (const elem_t *)p.u + b * p.u_batch_stride + d * p.u_dim_stride;
-  const elem_t *delta_row = (const elem_t *)p.delta + b * p.delta_batch_stride + d * p.delta_dim_stride;
-  elem_t *out_row = (elem_t *)p.out + b * p.out_batch_stride + d * p.out_dim_stride;
-@ if variant.z then
-  const elem_t *z_row = (const elem_t *)p.z + b * p.z_batch_stride + d * p.z_dim_stride;
-@ end
+  const int d_block = blockIdx.x * $(CH); /* the block's first channel: its group is the block's */
 @ if variant.B_var or variant.C_var then
-  const int g = d / (p.dim / p.groups);
+  const int g = min(d_block, p.dim - 1) / (p.dim / p.groups);
 @ end
-  const int n_first = lane * $(S); /* my states: n_first .. n_first + $(S - 1) */
 @ for _, m in ipairs({ "B", "C" }) do
 @   if variant[m .. "_var"] then
-  const elem_t *$(m)_rows = (const elem_t *)p.$(m) + b * p.$(m)_batch_stride + g * p.$(m)_group_stride + n_first * p.$(m)_state_stride;
+  const elem_t *$(m)_rows = (const elem_t *)p.$(m) + b * p.$(m)_batch_stride + g * p.$(m)_group_stride;
+@   end
+@ end
+
+  /* This thread's share of the 16-byte copies that fill a stage: the same rows and
+   * columns for every time block, so the table is built once and only t0 moves. */
+@ local row_list = {}
+@ if variant.B_var then row_list[#row_list + 1] = { "B", N, "state" } end
+@ if variant.C_var then row_list[#row_list + 1] = { "C", N, "state" } end
+@ row_list[#row_list + 1] = { "u", CH, "dim" }
+@ row_list[#row_list + 1] = { "delta", CH, "dim" }
+@ if variant.z then row_list[#row_list + 1] = { "z", CH, "dim" } end
+@ local CHUNKS = TB // EPC
+@ local total_rows = 0
+@ for _, r in ipairs(row_list) do total_rows = total_rows + r[2] end
+@ local TASKS = total_rows * CHUNKS
+@ local PER_THREAD = (TASKS + BLOCK - 1) // BLOCK
+  /* Per task: the source row (at its column) in shared memory, the rest packed in an
+   * int (stage offset << 8 | column << 1 | aligned), -1 when the thread has no task. */
+  __shared__ const elem_t *task_src[$(PER_THREAD)][$(BLOCK)];
+  int task_meta[$(PER_THREAD)];
+#pragma unroll
+  for (int k = 0; k < $(PER_THREAD); k++) {
+    const int task = threadIdx.x + k * $(BLOCK);
+    const int row = min(task, $(TASKS - 1)) / $(CHUNKS), c = task % $(CHUNKS);
+    const elem_t *base;
+    int dst_row;
+@ local first = 0
+@ for idx, r in ipairs(row_list) do
+    $(idx == 1 and "if" or "else if") (row < $(first + r[2])) {
+      const int i = row - $(first);
+@   if r[3] == "state" then
+      base = $(r[1])_rows + i * p.$(r[1])_state_stride;
 @   else
+      base = (const elem_t *)p.$(r[1]) + b * p.$(r[1])_batch_stride + min(d_block + i, p.dim - 1) * p.$(r[1])_dim_stride;
+@   end
+      dst_row = $(first * TBP) + i * $(TBP); /* stage_t.$(r[1]) */
+    }
+@   first = first + r[2]
+@ end
+    else { base = (const elem_t *)p.u; dst_row = 0; } /* unreachable */
+    task_src[k][threadIdx.x] = base + c * $(EPC);
+    task_meta[k] = task < $(TASKS) ? ((dst_row + c * $(EPC)) << 8 | (c * $(EPC)) << 1 | (((unsigned long long)base & 15) == 0)) : -1;
+  }
+  auto fetch = [&](int t0, int which) {
+    elem_t *stage = reinterpret_cast<elem_t *>(&stages[which]);
+#pragma unroll
+    for (int k = 0; k < $(PER_THREAD); k++) {
+      const int meta = task_meta[k];
+      if (meta >= 0)
+        copy16(stage + (meta >> 8), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
+    }
+  };
+
+  elem_t *out_row = (elem_t *)p.out + b * p.out_batch_stride + d * p.out_dim_stride;
+  const int n_first = lane * $(S); /* my states: n_first .. n_first + $(S - 1) */
+@ for _, m in ipairs({ "B", "C" }) do
+@   if not variant[m .. "_var"] then
   float $(m)_fixed[$(S)];
 @   end
 @ end
@@ -77,53 +200,88 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
 @ end
   }
 
-  for (int t0 = 0; t0 < L; t0 += $(TB)) {
-    const int valid = L - t0;             /* steps of this block inside the sequence */
-    const int mine = t0 + lane * $(Q);    /* the first of my $(Q) steps */
-    /* dt and dt*u of my share of the steps, then of all $(TB) from the lanes that own them */
-    float u_mine[$(Q)], dt_mine[$(Q)], dtu_mine[$(Q)];
-    load_run(u_row + mine, L - mine, 0.f, u_mine);
-    load_run(delta_row + mine, L - mine, 0.f, dt_mine);
+  const int nblocks = (L + $(TB - 1)) / $(TB);
+  fetch(0, 0);
+  copies_commit();
+  for (int k = 0; k < nblocks; k++) {
+    const int t0 = k * $(TB);
+    if (k + 1 < nblocks) fetch(t0 + $(TB), (k + 1) & 1);
+    copies_commit();
+    copies_wait_previous();
+    __syncthreads();
+    const stage_t &st = stages[k & 1];
+@ if converted > 0 then
+    /* 16-bit B and C to fp32, once per block instead of once per channel */
+@   local which = 0
+@   for _, m in ipairs({ "B", "C" }) do
+@     if variant[m .. "_var"] then
+    for (int e = threadIdx.x; e < $(N * TB // 2); e += $(BLOCK)) {
+      const int n = e / $(TB // 2), i = 2 * (e % $(TB // 2));
+      const unsigned int w = *reinterpret_cast<const unsigned int *>(&st.$(m)[n][i]);
+      BC_f32[$(which)][n][i] = to_float((elem_t)(w & 0xffffu));
+      BC_f32[$(which)][n][i + 1] = to_float((elem_t)(w >> 16));
+    }
+@       which = which + 1
+@     end
+@   end
+    __syncthreads();
+@ end
+
+    /* dt and dt*u of my share of the steps, published for the channel's other lanes */
+    const int mine = lane * $(Q); /* my steps within the block */
+    float u_mine[$(Q)];
 #pragma unroll
     for (int i = 0; i < $(Q); i++) {
-@ local v = variant.delta_bias and "dt_mine[i] + bias" or "dt_mine[i]"
+      u_mine[i] = to_float(st.u[slot][mine + i]);
+@ local v = variant.delta_bias and "to_float(st.delta[slot][mine + i]) + bias" or "to_float(st.delta[slot][mine + i])"
 @ if variant.softplus then
       const float step = softplus($(v));
 @ else
       const float step = $(v);
 @ end
-      dt_mine[i] = mine + i < L ? step : 0.f; /* padding steps are the identity */
-      dtu_mine[i] = dt_mine[i] * u_mine[i];
+      const float dt_i = t0 + mine + i < L ? step : 0.f; /* padding steps are the identity */
+      dt_smem[slot][mine + i] = dt_i;
+      dtu_smem[slot][mine + i] = dt_i * u_mine[i];
     }
-    float dt[$(TB)], dtu[$(TB)], y[$(TB)];
-@ for i = 0, TB - 1 do
-@   if LN == 1 then
-    dt[$(i)] = dt_mine[$(i)];
-    dtu[$(i)] = dtu_mine[$(i)];
-@   else
-    dt[$(i)] = __shfl_sync(0xffffffffu, dt_mine[$(i % Q)], $(i // Q), $(LN));
-    dtu[$(i)] = __shfl_sync(0xffffffffu, dtu_mine[$(i % Q)], $(i // Q), $(LN));
-@   end
+    __syncwarp();
+    /* My states through the block, step by step with the S states interleaved (S
+     * independent chains of exponentials and multiply-adds); y collects my states' part
+     * of the output. B and C come from shared memory four steps at a time. */
+@ local function row_of(m, index)
+@   if size == 2 then return string.format("&BC_f32[%d][n_first + s][0]", index) end
+@   return string.format("&st.%s[n_first + s][0]", m)
 @ end
-
-    /* My states through the block; y collects my states' part of the output. */
+@ local C_index = variant.B_var and 1 or 0
 #pragma unroll
-    for (int s = 0; s < $(S); s++) {
+    for (int i4 = 0; i4 < $(TB); i4 += 4) {
+      const float4 dt4 = *reinterpret_cast<const float4 *>(&dt_smem[slot][i4]);
+      const float4 dtu4 = *reinterpret_cast<const float4 *>(&dtu_smem[slot][i4]);
+      float4 y4;
 @ if variant.B_var then
-      float Bn[$(TB)];
-      load_run(B_rows + s * p.B_state_stride + t0, valid, 0.f, Bn);
+      float4 Bq[$(S)];
 @ end
 @ if variant.C_var then
-      float Cn[$(TB)];
-      load_run(C_rows + s * p.C_state_stride + t0, valid, 0.f, Cn);
+      float4 Cq[$(S)];
 @ end
 #pragma unroll
-      for (int i = 0; i < $(TB); i++) {
-        const float a = exp2f(dt[i] * A2[s]);
-        h[s] = a * h[s] + dtu[i] * $(variant.B_var and "Bn[i]" or "B_fixed[s]");
-        const float c_h = $(variant.C_var and "Cn[i]" or "C_fixed[s]") * h[s];
-        y[i] = s == 0 ? c_h : y[i] + c_h;
+      for (int s = 0; s < $(S); s++) {
+@ if variant.B_var then
+        Bq[s] = *reinterpret_cast<const float4 *>($(row_of("B", 0)) + i4);
+@ end
+@ if variant.C_var then
+        Cq[s] = *reinterpret_cast<const float4 *>($(row_of("C", C_index)) + i4);
+@ end
       }
+@ for ii, comp in ipairs({ "x", "y", "z", "w" }) do
+#pragma unroll
+      for (int s = 0; s < $(S); s++) {
+        const float a = exp2f(dt4.$(comp) * A2[s]);
+        h[s] = a * h[s] + dtu4.$(comp) * $(variant.B_var and ("Bq[s]." .. comp) or "B_fixed[s]");
+        const float c_h = $(variant.C_var and ("Cq[s]." .. comp) or "C_fixed[s]") * h[s];
+        y4.$(comp) = s == 0 ? c_h : y4.$(comp) + c_h;
+      }
+@ end
+      *reinterpret_cast<float4 *>(&y_part[slot][lane][i4]) = y4;
     }
     /* The backward's checkpoint: blocks never straddle an interval (items divides it). */
     if (p.saved_states && active && ((t0 + $(TB)) & (p.state_interval - 1)) == 0 && t0 + $(TB) < L) {
@@ -132,29 +290,17 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
         p.saved_states[(state_row / $(N) * p.nsaved + (t0 + $(TB)) / p.state_interval - 1) * $(N) + n_first + s] = h[s];
     }
 
-    /* Reduce-scatter over the channel's lanes: lane j ends with y of steps j*$(Q) .. +$(Q - 1). */
-@ local width = TB
-@ local m = LN // 2
-@ while m >= 1 do
-@   local half = width // 2
-    {
-      const bool upper = (lane & $(m)) != 0;
-@   for k = 0, half - 1 do
-      {
-        const float send = upper ? y[$(k)] : y[$(k + half)];
-        const float keep = upper ? y[$(k + half)] : y[$(k)];
-        y[$(k)] = keep + __shfl_xor_sync(0xffffffffu, send, $(m), $(LN));
-      }
-@   end
+    /* Add the lanes' parts: lane j sums the y of its steps j*$(Q) .. +$(Q - 1). */
+    __syncwarp();
+    float y[$(Q)];
+#pragma unroll
+    for (int i = 0; i < $(Q); i++) y[i] = 0.f;
+#pragma unroll
+    for (int l = 0; l < $(LN); l++) {
+#pragma unroll
+      for (int i = 0; i < $(Q); i++) y[i] += y_part[slot][l][mine + i];
     }
-@   width = half
-@   m = m // 2
-@ end
     float out_mine[$(Q)];
-@ if variant.z then
-    float z_mine[$(Q)];
-    load_run(z_row + mine, L - mine, 0.f, z_mine);
-@ end
 #pragma unroll
     for (int i = 0; i < $(Q); i++) {
       float v = y[i];
@@ -162,11 +308,13 @@ extern "C" __global__ void __launch_bounds__($(BLOCK)) $(variant.kernel_name)(co
       v += D_d * u_mine[i];
 @ end
 @ if variant.z then
-      v *= __fdividef(z_mine[i], 1.f + __expf(-z_mine[i])); /* silu(z) */
+      const float zi = to_float(st.z[slot][mine + i]);
+      v *= __fdividef(zi, 1.f + __expf(-zi)); /* silu(z) */
 @ end
       out_mine[i] = v;
     }
-    if (active) store_run(out_row + mine, L - mine, out_mine);
+    if (active) store_run(out_row + t0 + mine, L - t0 - mine, out_mine);
+    __syncthreads(); /* the stage, dt_smem and y_part are refilled next */
   }
 
   if (active) {

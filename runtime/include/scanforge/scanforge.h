@@ -91,6 +91,8 @@ typedef struct sf_variant {
   int states;        /* states a thread works on at once (1..16): independent chains for
                         the scheduler; the template uses the largest divisor of dstate
                         not above it */
+  int min_blocks;    /* blocks the kernel must fit per SM (__launch_bounds__), which caps
+                        its registers; 0 leaves the choice to the compiler */
   bool has_z, has_D, has_delta_bias, softplus;
   bool B_var, C_var; /* true: (batch, G, N, L) in T; false: (dim, N) fp32 */
   bool deterministic; /* backward: fixed-order reductions, bitwise reproducible */
