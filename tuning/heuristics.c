@@ -3,27 +3,51 @@
 
 #include <string.h>
 
-/* Short sequences put several channels in a block so that no warp idles (MambaVision
- * stages have L = 49 or 196); long ones give each thread 16 steps so the per-chunk scan
- * cost is spread over more exponentials, and use wider channels only when there are too
- * few channels to fill the GPU. */
-void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen) {
-  int threads, items, channels;
-  if (seqlen <= 64) {
-    threads = 8, items = 8, channels = 16;
-  } else if (seqlen <= 128) {
-    threads = 16, items = 8, channels = 8;
-  } else if (seqlen <= 256) {
-    threads = 32, items = 8, channels = 4;
-  } else if (seqlen <= 512 || batch * dim >= 2048) {
-    threads = 32, items = 16, channels = 4;
-  } else {
-    threads = 128, items = 16, channels = 1;
-  }
-  v->threads = threads;
-  v->items = items;
-  v->channels = channels;
+/* The largest power of two up to `most` that divides `n`. */
+static int power_of_two_dividing(int64_t n, int most) {
+  int c = most;
+  while (c > 1 && n % c != 0) c /= 2;
+  return c;
+}
+
+/* Measured on an H200 (docs/perf.md, forward v4-v6):
+ * - with enough channels to fill the GPU and a small state, split=state wins: a
+ *   channel's 4 lanes own 4 (N = 16) or 2 (N = 8) states each, run through time in blocks
+ *   of 16 steps, 16 channels of one group per block (MambaVision, Mamba training rows);
+ *   tiny calls use 8 lanes and 8 channels (one block's latency is all there is);
+ * - otherwise lanes split time: short sequences put several channels in a block so that
+ *   no warp idles, long ones give each thread 16 steps, and use 128 threads per channel
+ *   when there are too few channels to fill the GPU. */
+void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen) {
+  const int64_t rows = batch * dim, per_group = groups > 0 ? dim / groups : dim;
+  const int N = v->dstate;
   v->states = 1;
+  v->min_blocks = 0;
+  v->split_states = false;
+  if (N % 4 == 0 && N <= 16) {
+    const bool tiny = rows < 4096 && seqlen <= 128 && N % 8 == 0;
+    const int lanes = tiny ? 8 : 4;
+    const int channels = power_of_two_dividing(per_group, tiny ? 8 : 16);
+    if ((tiny || rows >= 4096) && lanes * channels >= 32) {
+      v->split_states = true;
+      v->threads = lanes;
+      v->items = 16;
+      v->channels = channels;
+      return;
+    }
+  }
+  if (seqlen <= 64) {
+    v->threads = 8, v->items = 8, v->channels = 16;
+  } else if (seqlen <= 128) {
+    v->threads = 16, v->items = 8, v->channels = 8;
+  } else if (seqlen <= 256) {
+    v->threads = 32, v->items = 8, v->channels = 4;
+    if (N >= 64) v->threads = 64, v->items = 4, v->channels = 2, v->states = 2;
+  } else if (seqlen <= 512 || rows >= 2048) {
+    v->threads = 32, v->items = 16, v->channels = 4;
+  } else {
+    v->threads = 128, v->items = 16, v->channels = 1;
+  }
 }
 
 void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen) {
@@ -69,7 +93,7 @@ int sf_default_grid(sf_variant *variants, int capacity) {
           v.dstate = dstates[s];
           v.has_z = gated;
           v.has_D = v.has_delta_bias = v.softplus = true;
-          sf_heuristic_configure(&v, shapes[k][0], shapes[k][1], shapes[k][2]);
+          sf_heuristic_configure(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
           bool seen = false;
           for (int i = 0; i < count && i < capacity && !seen; i++) seen = same_variant(&variants[i], &v);
           if (seen) continue;

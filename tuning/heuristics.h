@@ -6,9 +6,9 @@
 
 #include "scanforge/scanforge.h"
 
-/* Sets threads, items and channels of `v` (whose op, dtype, dstate and flags are set) for
- * a call of the given shape. */
-void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen);
+/* Sets the launch knobs of a forward variant `v` (whose dtype, dstate and flags are set)
+ * for a call of the given shape: split, threads, items, channels, states. */
+void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen);
 
 /* Sets threads, items and channels of a backward variant: threads x items is the state
  * interval of the sequence; channels divides the channels of a group (dim / groups) so a

@@ -145,7 +145,7 @@ void sf_tune_configure(sf_variant *v, int64_t batch, int64_t dim, int groups, in
   if (v->op == SF_OP_BWD)
     sf_heuristic_configure_bwd(v, batch, dim, groups, seqlen);
   else
-    sf_heuristic_configure(v, batch, dim, seqlen);
+    sf_heuristic_configure(v, batch, dim, groups, seqlen);
   if (launch && launch->untuned) return;
   pthread_once(&load_once, load);
   if (disabled || (user_db.count == 0 && defaults_db.count == 0)) return;

@@ -58,7 +58,7 @@ Test(tuning_candidates, candidates_respect_the_template_rules, .timeout = 300) {
     if (r->variant.op == SF_OP_BWD)
       sf_heuristic_configure_bwd(&dflt, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
     else
-      sf_heuristic_configure(&dflt, r->shape.batch, r->shape.dim, r->shape.seqlen);
+      sf_heuristic_configure(&dflt, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
     const sf_tune_knobs first = sf_tune_knobs_of(&c[0]), want = sf_tune_knobs_of(&dflt);
     cr_expect(sf_tune_knobs_equal(&first, &want), "request %d: the first candidate is not the heuristics' choice", i);
     int split_state = 0;
