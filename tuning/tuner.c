@@ -532,7 +532,6 @@ static sf_status check_candidate(run_state *s, const sf_tune_request *r, const s
     bar = res.bar;
   }
   if (st != SF_OK) return st;
-  if (getenv("FAKE_PASS")) *passed = true, *error = 1e-7; /* LOCAL SMOKE TEST ONLY */
   why[0] = '\0';
   if (!*passed)
     snprintf(why, why_cap, "failed the check on %lldx%lldx%lld: error %.3g over the bar %.0e", (long long)shape.batch,
