@@ -2,24 +2,31 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <jansson.h>
 
+#include "cli/cache_warm.h"
 #include "cli/commands.h"
 #include "runtime/cache.h"
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: scanforge cache stat|ls|prune|clear [--dir DIR] [--max-bytes N] [--verbose]\n\n"
+          "usage: scanforge cache stat|ls|prune|clear [--dir DIR] [--max-bytes N] [--verbose]\n"
+          "       scanforge cache warm --arch LIST [--grid default|FILE] [--jobs N] [--dir DIR]\n\n"
           "Looks after the disk cache of compiled kernels.\n"
           "  stat    where the cache is, its entries and bytes, its budget\n"
           "  ls      the entries, most recently used first: last use, size, target, key,\n"
           "          and what they were built from (--verbose: the whole manifest)\n"
           "  prune   removes least recently used entries until the cache fits its budget\n"
           "          (or --max-bytes N), and what killed writers left behind\n"
-          "  clear   removes every entry\n\n"
+          "  clear   removes every entry\n"
+          "  warm    compiles a variant grid for the architectures of --arch ahead of time\n"
+          "          (no GPU needed): --grid default is `scanforge variants`; a FILE holds\n"
+          "          one spec a line ('#' comments); --jobs N compile threads (default:\n"
+          "          one per CPU). Example: scanforge cache warm --arch sm_80,sm_90\n\n"
           "options:\n"
           "  --dir DIR        the cache directory (default: $SCANFORGE_CACHE_DIR, else\n"
           "                   $XDG_CACHE_HOME/scanforge, else ~/.cache/scanforge)\n"
@@ -113,11 +120,16 @@ int cmd_cache(int argc, char **argv) {
       {"dir", required_argument, NULL, 'd'},
       {"max-bytes", required_argument, NULL, 'm'},
       {"verbose", no_argument, NULL, 'v'},
+      {"arch", required_argument, NULL, 'a'},
+      {"grid", required_argument, NULL, 'g'},
+      {"jobs", required_argument, NULL, 'j'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   sf_cache_options opt = {0};
   bool verbose = false;
+  const char *arch = NULL, *grid = "default";
+  int jobs = 0;
   for (int c; (c = getopt_long(argc, argv, "vh", options, NULL)) != -1;) {
     switch (c) {
     case 'd': opt.dir = optarg; break;
@@ -129,24 +141,40 @@ int cmd_cache(int argc, char **argv) {
       }
       break;
     case 'v': verbose = true; break;
+    case 'a': arch = optarg; break;
+    case 'g': grid = optarg; break;
+    case 'j':
+      jobs = atoi(optarg);
+      if (jobs < 1 || jobs > 64) {
+        fprintf(stderr, "scanforge cache: --jobs: expected 1..64, got '%s'\n", optarg);
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
   if (optind + 1 != argc) {
-    fprintf(stderr, "scanforge cache: expected one action: stat, ls, prune or clear\n");
+    fprintf(stderr, "scanforge cache: expected one action: stat, ls, prune, clear or warm\n");
     usage(stderr);
     return 2;
   }
   const char *action = argv[optind];
   if (strcmp(action, "stat") && strcmp(action, "ls") && strcmp(action, "prune") &&
-      strcmp(action, "clear")) {
-    fprintf(stderr, "scanforge cache: unknown action '%s'%s\n", action,
-            strcmp(action, "warm") == 0 ? " (not available yet)" : "");
+      strcmp(action, "clear") && strcmp(action, "warm")) {
+    fprintf(stderr, "scanforge cache: unknown action '%s'\n", action);
     usage(stderr);
     return 2;
   }
 
+  if (strcmp(action, "warm") == 0 && !arch) {
+    fprintf(stderr, "scanforge cache warm: --arch is required, e.g. --arch sm_80,sm_90\n");
+    return 2;
+  }
+  if (strcmp(action, "warm") == 0) {
+    int rc = cache_warm_check_arch(arch);
+    if (rc) return rc;
+  }
   sf_cache *cache;
   if (sf_cache_open(&opt, &cache) != SF_OK) return cli_fail("cache", "cannot open the cache");
   if (sf_cache_warning(cache)) fprintf(stderr, "scanforge cache: warning: %s\n", sf_cache_warning(cache));
@@ -161,6 +189,8 @@ int cmd_cache(int argc, char **argv) {
     rc = 1;
   } else if (strcmp(action, "stat") == 0) {
     rc = do_stat(cache);
+  } else if (strcmp(action, "warm") == 0) {
+    rc = cache_warm(cache, arch, grid, jobs);
   } else if (strcmp(action, "ls") == 0) {
     ls_state s = {verbose, 0};
     if (sf_cache_list(cache, print_entry, &s) != SF_OK) rc = cli_fail("cache", "ls failed");
