@@ -1,4 +1,4 @@
-/* cmd_check.c: scanforge check: one forward call on random inputs against the float64 reference. */
+/* cmd_check.c: scanforge check: one forward or backward call on random inputs against the float64 reference. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +16,19 @@ static void usage(FILE *out) {
           "usage: scanforge check --shape BATCH,DIM,L,N [--groups G] [--dtype fp32|fp16|bf16]\n"
           "                       [--device gpu|cpu] [--z] [--D] [--delta-bias] [--softplus]\n"
           "                       [--fixed-B] [--fixed-C] [--h0] [--spec SPEC] [--seed S]\n"
-          "                       [--threads N]\n"
+          "                       [--threads N] [--backward [--d-last-state] [--deterministic]]\n"
           "\n"
           "Runs the forward selective scan once on fresh random inputs (outputs poisoned with\n"
           "NaN first) and compares out, last_state and the saved states (what the backward\n"
           "reads) with a float64 evaluation of math.md's equations. Each relative error\n"
           "||x - ref|| / ||ref|| must be within math.md's bar: 1e-5 for fp32, 5e-3 for fp16\n"
           "and bf16.\n"
+          "\n"
+          "With --backward it checks the backward instead: a forward on the same path saves\n"
+          "the states, then the backward runs on a random cotangent dout (gradients poisoned\n"
+          "with NaN first) and every gradient the call has (du, ddelta, dz, dA, dB, dC, dD,\n"
+          "ddelta_bias, dh0) is compared with the float64 backward. Bar: 1e-4 for fp32, 1e-2\n"
+          "for fp16 and bf16.\n"
           "\n"
           "  --shape BATCH,DIM,L,N  the call's shape; N (d_state) is 1..256; required\n"
           "  --groups G             groups of variable B and C; divides DIM (default 1)\n"
@@ -35,14 +41,23 @@ static void usage(FILE *out) {
           "  --fixed-B, --fixed-C   B or C fixed (dim, N) fp32 instead of variable (batch, G, N, L)\n"
           "  --h0                   with an initial state\n"
           "  --spec SPEC            gpu: launch this variant's threads, items and channels\n"
-          "                         (e.g. threads=64,items=8,channels=1) instead of the tuned ones\n"
+          "                         (e.g. threads=64,items=8,channels=1) instead of the tuned\n"
+          "                         ones; with --backward it is the backward's variant, whose\n"
+          "                         threads x items must equal the state interval of L (the\n"
+          "                         next power of two >= L, clamped to 64..512)\n"
           "  --seed S               seed of the random inputs (default 1)\n"
           "  --threads N            cpu: worker threads (default: one per CPU)\n"
-          "  --backward             (not available yet: the backward pass is still to come)\n"
+          "  --backward             check the backward pass (the gradients), not the forward\n"
+          "  --d-last-state         backward: a random cotangent for last_state too (else zero)\n"
+          "  --deterministic        backward: the bitwise-reproducible mode (fixed-order sums);\n"
+          "                         the backward runs twice and both runs must give the same\n"
+          "                         bits (the CPU path always sums in a fixed order)\n"
           "  -h, --help             this text\n"
           "\n"
-          "example:\n"
+          "examples:\n"
           "  scanforge check --shape 64,160,196,8 --dtype bf16 --D --delta-bias --softplus\n"
+          "  scanforge check --shape 8,1536,2048,16 --z --D --delta-bias --softplus --backward\n"
+          "  scanforge check --shape 2,64,300,16 --backward --deterministic --spec threads=64,items=8\n"
           "\n"
           "exit status: 0 every error within its bar, 1 a check failed or could not run,\n"
           "2 bad usage.\n");
@@ -61,13 +76,15 @@ typedef struct check_options {
   const char *spec;
   unsigned long long seed;
   long long threads; /* 0: one per CPU */
+  bool backward;     /* check the gradients (shape.d_last_state, shape.deterministic) */
 } check_options;
 
 /* Parses argv into *o; returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, check_options *o) {
   enum {
     OPT_SHAPE = 256, OPT_GROUPS, OPT_DTYPE, OPT_DEVICE, OPT_Z, OPT_D, OPT_BIAS, OPT_SOFTPLUS,
-    OPT_FIXED_B, OPT_FIXED_C, OPT_H0, OPT_SPEC, OPT_SEED, OPT_THREADS, OPT_BACKWARD
+    OPT_FIXED_B, OPT_FIXED_C, OPT_H0, OPT_SPEC, OPT_SEED, OPT_THREADS, OPT_BACKWARD,
+    OPT_D_LAST, OPT_DETERMINISTIC
   };
   static const struct option options[] = {
       {"shape", required_argument, NULL, OPT_SHAPE},   {"groups", required_argument, NULL, OPT_GROUPS},
@@ -77,7 +94,8 @@ static int parse(int argc, char **argv, check_options *o) {
       {"fixed-B", no_argument, NULL, OPT_FIXED_B},     {"fixed-C", no_argument, NULL, OPT_FIXED_C},
       {"h0", no_argument, NULL, OPT_H0},               {"spec", required_argument, NULL, OPT_SPEC},
       {"seed", required_argument, NULL, OPT_SEED},     {"threads", required_argument, NULL, OPT_THREADS},
-      {"backward", no_argument, NULL, OPT_BACKWARD},   {"help", no_argument, NULL, 'h'},
+      {"backward", no_argument, NULL, OPT_BACKWARD},   {"d-last-state", no_argument, NULL, OPT_D_LAST},
+      {"deterministic", no_argument, NULL, OPT_DETERMINISTIC}, {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *shape_text = NULL;
@@ -120,8 +138,9 @@ static int parse(int argc, char **argv, check_options *o) {
           return usage_error("--threads: expected an integer in 1..1024, got '%s'", optarg);
         o->threads = value;
         break;
-      case OPT_BACKWARD:
-        return usage_error("--backward: %s", "the backward pass is not available yet; check checks the forward only");
+      case OPT_BACKWARD: o->backward = true; break;
+      case OPT_D_LAST: s->d_last_state = true; break;
+      case OPT_DETERMINISTIC: s->deterministic = true; break;
       case 'h': usage(stdout); return 0;
       case ':': return usage_error("missing the value of %s", argv[optind - 1]);
       default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -148,11 +167,93 @@ static int parse(int argc, char **argv, check_options *o) {
     return usage_error("--spec: %s", "chooses the GPU kernel's launch; it has no meaning with --device cpu");
   if (o->device && strcmp(o->device, "gpu") == 0 && o->threads)
     return usage_error("--threads: %s", "sets the CPU path's workers; it has no meaning with --device gpu");
+  if (!o->backward && s->d_last_state)
+    return usage_error("--d-last-state: %s", "a cotangent of the backward: give --backward too");
+  if (!o->backward && s->deterministic)
+    return usage_error("--deterministic: %s", "a mode of the backward: give --backward too");
   if (o->spec) { /* a bad spec is a usage error, found before anything runs */
     sf_variant v;
-    if (cli_check_variant(s, o->spec, &v) != SF_OK) return usage_error("--spec: %s", sf_last_error());
+    sf_status st = o->backward ? cli_check_bwd_variant(s, o->spec, &v) : cli_check_variant(s, o->spec, &v);
+    if (st != SF_OK) return usage_error("--spec: %s", sf_last_error());
   }
   return -1;
+}
+
+/* On the GPU: the variant of the call (forward or backward) loaded first, to say where it
+ * came from; false (the message printed) when it cannot be had. */
+static bool load_kernel(sf_context *ctx, const check_options *o) {
+  sf_variant v;
+  const sf_kernel *kernel;
+  sf_kernel_origin origin;
+  sf_status st = o->backward ? cli_check_bwd_variant(&o->shape, o->spec, &v) : cli_check_variant(&o->shape, o->spec, &v);
+  if (st != SF_OK) {
+    cli_fail("check", "no variant for this call");
+    return false;
+  }
+  double t0 = cli_now_ms();
+  if (sf_kernel_for_variant(ctx, &v, &kernel, &origin) != SF_OK) {
+    cli_fail("check", "cannot load the kernel");
+    return false;
+  }
+  printf("kernel       %s in %.1f ms (%d registers)\n", cli_origin_text(origin), cli_now_ms() - t0,
+         kernel->registers);
+  if (o->backward) { /* the backward's variant is not in its result: say it here */
+    char text[512];
+    sf_variant_format(&v, text, sizeof text);
+    printf("variant      %s\n", text);
+  }
+  return true;
+}
+
+static void print_cpu_variant(const check_options *o) {
+  long workers = o->threads ? (long)o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+  printf("variant      cpu path (fp32 arithmetic, up to %ld worker thread%s)\n", workers, workers == 1 ? "" : "s");
+}
+
+/* The forward check; returns the exit status. */
+static int check_forward(sf_context *ctx, const check_options *o, const sf_launch *launch, bool on_gpu) {
+  sf_check_result r;
+  double t0 = cli_now_ms();
+  if (sf_check_fwd(ctx, &o->shape, launch, o->seed, &r) != SF_OK) return cli_fail("check", "the check could not run");
+  if (on_gpu) {
+    char text[512];
+    sf_variant_format(&r.variant, text, sizeof text);
+    printf("variant      %s\n", text);
+  } else {
+    print_cpu_variant(o);
+  }
+  printf("\n");
+  cli_print_check(&r, "");
+  printf("\n%s (%.2f s with the float64 reference)\n", r.passed ? "PASS" : "FAIL", (cli_now_ms() - t0) / 1e3);
+  return r.passed ? 0 : 1;
+}
+
+/* The backward check; with --deterministic a second run must give the same bits. Returns
+ * the exit status. */
+static int check_backward(sf_context *ctx, const check_options *o, const sf_launch *launch, bool on_gpu) {
+  printf("backward     dout random, d_last_state %s; %s\n", o->shape.d_last_state ? "random" : "zero",
+         !on_gpu                 ? "the CPU path sums in a fixed order (the same bits for the same --threads)"
+         : o->shape.deterministic ? "deterministic mode (fixed-order sums, the same bits every run)"
+                                  : "sums with atomics (--deterministic: the bitwise-reproducible mode)");
+  if (!on_gpu) print_cpu_variant(o);
+  sf_check_bwd_result r;
+  double t0 = cli_now_ms();
+  if (sf_check_bwd(ctx, &o->shape, launch, o->seed, &r) != SF_OK) return cli_fail("check", "the check could not run");
+  printf("\n");
+  cli_print_check_bwd(&r, "");
+  printf("\nchecksum     %016llx (XXH3 of every gradient's bytes)\n", (unsigned long long)r.checksum);
+  bool passed = r.passed;
+  if (o->shape.deterministic) {
+    sf_check_bwd_result again;
+    if (sf_check_bwd(ctx, &o->shape, launch, o->seed, &again) != SF_OK)
+      return cli_fail("check", "the second run could not run");
+    const bool same = again.checksum == r.checksum;
+    printf("second run   %016llx: %s\n", (unsigned long long)again.checksum,
+           same ? "the same bits (reproducible)" : "other bits: NOT reproducible");
+    passed = passed && again.passed && same;
+  }
+  printf("\n%s (%.2f s with the float64 reference)\n", passed ? "PASS" : "FAIL", (cli_now_ms() - t0) / 1e3);
+  return passed ? 0 : 1;
 }
 
 int cmd_check(int argc, char **argv) {
@@ -189,42 +290,8 @@ int cmd_check(int argc, char **argv) {
 
   sf_launch launch = {.on_host = !on_gpu, .host_threads = (int)o.threads, .spec = o.spec};
   int result_code = 1;
-  if (on_gpu) { /* load the kernel first, to say where it came from */
-    sf_variant v;
-    const sf_kernel *kernel;
-    sf_kernel_origin origin;
-    if (cli_check_variant(&o.shape, o.spec, &v) != SF_OK) {
-      cli_fail("check", "no variant for this call");
-      goto done;
-    }
-    double t0 = cli_now_ms();
-    if (sf_kernel_for_variant(ctx, &v, &kernel, &origin) != SF_OK) {
-      cli_fail("check", "cannot load the kernel");
-      goto done;
-    }
-    printf("kernel       %s in %.1f ms (%d registers)\n", cli_origin_text(origin), cli_now_ms() - t0,
-           kernel->registers);
-  }
-
-  sf_check_result r;
-  double t0 = cli_now_ms();
-  if (sf_check_fwd(ctx, &o.shape, &launch, o.seed, &r) != SF_OK) {
-    cli_fail("check", "the check could not run");
-    goto done;
-  }
-  if (on_gpu) {
-    sf_variant_format(&r.variant, text, sizeof text);
-    printf("variant      %s\n", text);
-  } else {
-    long workers = o.threads ? (long)o.threads : sysconf(_SC_NPROCESSORS_ONLN);
-    printf("variant      cpu path (fp32 arithmetic, up to %ld worker thread%s)\n", workers,
-           workers == 1 ? "" : "s");
-  }
-  printf("\n");
-  cli_print_check(&r, "");
-  printf("\n%s (%.2f s with the float64 reference)\n", r.passed ? "PASS" : "FAIL", (cli_now_ms() - t0) / 1e3);
-  result_code = r.passed ? 0 : 1;
-done:
+  if (!on_gpu || load_kernel(ctx, &o))
+    result_code = o.backward ? check_backward(ctx, &o, &launch, on_gpu) : check_forward(ctx, &o, &launch, on_gpu);
   sf_context_destroy(ctx);
   return result_code;
 }

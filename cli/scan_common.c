@@ -75,6 +75,21 @@ sf_status cli_check_variant(const sf_check_shape *s, const char *spec, sf_varian
   return st;
 }
 
+sf_status cli_check_bwd_variant(const sf_check_shape *s, const char *spec, sf_variant *out) {
+  static const float present = 0;
+  sf_scan_bwd_args args = {
+      .fwd = {.batch = s->batch, .dim = s->dim, .seqlen = s->seqlen, .dstate = s->dstate,
+              .groups = s->groups, .dtype = s->dtype, .delta_softplus = s->softplus,
+              .B_var = !s->B_fixed, .C_var = !s->C_fixed,
+              .D = s->D ? &present : NULL, .delta_bias = s->delta_bias ? &present : NULL,
+              .z = s->z ? &present : NULL, .h0 = s->h0 ? &present : NULL},
+      .deterministic = s->deterministic};
+  sf_launch launch = {.spec = spec};
+  sf_status st = sf_scan_bwd_variant(&args, &launch, out);
+  if (st == SF_OK) st = sf_variant_validate(out);
+  return st;
+}
+
 const char *cli_origin_text(sf_kernel_origin origin) {
   switch (origin) {
     case SF_KERNEL_LOADED: return "already loaded in this process";
@@ -102,4 +117,9 @@ void cli_print_check(const sf_check_result *r, const char *indent) {
   print_error_line(indent, "out", r->out_error, r->bar);
   print_error_line(indent, "last_state", r->last_state_error, r->bar);
   print_error_line(indent, "saved states", r->saved_error, r->bar);
+}
+
+void cli_print_check_bwd(const sf_check_bwd_result *r, const char *indent) {
+  printf("%s%-13s %-10s %-8s\n", indent, "gradient", "rel.error", "bar");
+  for (int i = 0; i < r->count; i++) print_error_line(indent, r->grads[i].name, r->grads[i].error, r->bar);
 }

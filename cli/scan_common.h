@@ -25,6 +25,10 @@ bool cli_gpu_available(char *why, size_t cap);
 /* The variant a device check of this shape runs (spec may be NULL), validated. */
 sf_status cli_check_variant(const sf_check_shape *shape, const char *spec, sf_variant *out);
 
+/* The variant a device backward check of this shape runs (spec may be NULL), validated:
+ * threads x items must equal sf_scan_state_interval(L). */
+sf_status cli_check_bwd_variant(const sf_check_shape *shape, const char *spec, sf_variant *out);
+
 /* "compiled by NVRTC", "read from the disk cache", ... */
 const char *cli_origin_text(sf_kernel_origin origin);
 
@@ -33,5 +37,7 @@ void cli_describe_shape(const sf_check_shape *shape, char *buf, size_t cap);
 
 /* Prints one line per output (error, bar, PASS/FAIL), each line starting with `indent`. */
 void cli_print_check(const sf_check_result *result, const char *indent);
+/* The same for the gradients of a backward check. */
+void cli_print_check_bwd(const sf_check_bwd_result *result, const char *indent);
 
 #endif

@@ -48,6 +48,12 @@ static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch,
   return SF_OK;
 }
 
+sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *launch, sf_variant *out) {
+  if (!args || !out) return sf_fail(SF_EINVAL, "sf_scan_bwd_variant: args and out must not be NULL");
+  const sf_launch none = {0};
+  return variant_for(args, launch ? launch : &none, out);
+}
+
 static sf_status zero(const sf_cu *cu, float *p, int64_t count, CUstream stream) {
   if (!p || count == 0) return SF_OK;
   return sf_cu_check(cu->MemsetD32Async((CUdeviceptr)(uintptr_t)p, 0, (size_t)count, stream), "cuMemsetD32Async");

@@ -1,4 +1,4 @@
-/* test_cli_check.c: `scanforge check`, `demo` and `bench` as a user runs them, on a machine with or without a GPU. */
+/* test_cli_check.c: `scanforge check` (forward and --backward), `demo` and `bench` as a user runs them, on a machine with or without a GPU. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -87,15 +87,110 @@ Test(cli_check, bad_options_name_the_option) {
   expect_run("check --D", 2, "--shape");
 }
 
-Test(cli_check, backward_is_refused_clearly) {
-  expect_run("check --shape 1,4,16,4 --backward", 2, "--backward: the backward pass is not available yet");
+/* ---- check --backward ---------------------------------------------------------------- */
+
+/* A backward check that passes: exit 0, PASS, no FAIL, and a line for each gradient named
+ * in `grads` (space-separated, each as the first word of a line). */
+static void expect_backward_passes(const char *args, const char *grads) {
+  char *out;
+  int status = run_cli(args, &out);
+  cr_expect_eq(status, 0, "scanforge %s:\n%s", args, out);
+  cr_expect_not_null(strstr(out, "\nPASS"), "scanforge %s:\n%s", args, out);
+  cr_expect_null(strstr(out, "FAIL"), "scanforge %s:\n%s", args, out);
+  cr_expect_not_null(strstr(out, "\ngradient "), "scanforge %s:\n%s", args, out);
+  cr_expect_null(strstr(out, "saved states"), "a backward check reports gradients only:\n%s", out);
+  char copy[256], line[64];
+  snprintf(copy, sizeof copy, "%s", grads);
+  for (char *rest = copy, *name; (name = strsep(&rest, " ")) != NULL;) {
+    snprintf(line, sizeof line, "\n%-13s ", name);
+    cr_expect_not_null(strstr(out, line), "scanforge %s: no line for %s in:\n%s", args, name, out);
+  }
+  free(out);
+}
+
+Test(cli_check, cpu_backward_fp32_all_flags_passes, .timeout = 120) {
+  expect_backward_passes("check --device cpu --backward --shape 2,64,196,16 --z --D --delta-bias --softplus --h0",
+                         "du ddelta dz dA dB dC dD ddelta_bias dh0");
+}
+
+Test(cli_check, cpu_backward_bf16_groups_fixed_B_d_last_state_passes, .timeout = 120) {
+  expect_backward_passes("check --device cpu --backward --d-last-state --shape 3,32,49,8 --groups 2 --dtype bf16 "
+                         "--fixed-B --D --delta-bias --softplus --threads 2",
+                         "du ddelta dA dB dC dD ddelta_bias");
+}
+
+Test(cli_check, cpu_backward_fp16_long_sequence_passes, .timeout = 120) {
+  expect_backward_passes("check --device cpu --backward --shape 1,8,2049,4 --dtype fp16 --fixed-C --z --seed 7",
+                         "du ddelta dz dA dB dC");
+}
+
+Test(cli_check, backward_shows_the_bar_of_the_type) {
+  expect_run("check --device cpu --backward --shape 1,4,16,4", 0, "1e-04");
+  expect_run("check --device cpu --backward --shape 1,4,16,4 --dtype bf16", 0, "1e-02");
+  expect_run("check --device cpu --backward --shape 1,4,16,4 --d-last-state", 0, "d_last_state random");
+}
+
+Test(cli_check, backward_without_d_last_state_has_no_gradient_of_absent_inputs) {
+  char *out;
+  int status = run_cli("check --device cpu --backward --shape 1,4,16,4", &out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_not_null(strstr(out, "d_last_state zero"), "%s", out);
+  const char *absent[] = {"\ndz ", "\ndD ", "\nddelta_bias ", "\ndh0 "};
+  for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+    cr_expect_null(strstr(out, absent[i]), "'%s' in:\n%s", absent[i] + 1, out);
+  free(out);
+}
+
+/* --deterministic runs the backward twice and compares the bits; the default device is
+ * the GPU when there is one, so this checks the GPU's deterministic mode there. */
+Test(cli_check, backward_deterministic_runs_twice_with_the_same_bits, .timeout = 300) {
+  const char *runs[] = {"check --device cpu --backward --deterministic --shape 2,32,300,8 --z --D --delta-bias --softplus",
+                        "check --backward --deterministic --shape 4,64,300,16 --D --delta-bias --softplus --h0"};
+  for (size_t i = 0; i < 2; i++) {
+    char *out;
+    int status = run_cli(runs[i], &out);
+    cr_expect_eq(status, 0, "scanforge %s:\n%s", runs[i], out);
+    cr_expect_not_null(strstr(out, "second run"), "%s", out);
+    cr_expect_not_null(strstr(out, "the same bits"), "%s", out);
+    cr_expect_not_null(strstr(out, "\nPASS"), "%s", out);
+    free(out);
+  }
+}
+
+Test(cli_check, backward_on_the_default_device_passes, .timeout = 300) {
+  expect_backward_passes("check --backward --shape 2,64,300,16 --z --D --delta-bias --softplus",
+                         "du ddelta dz dA dB dC dD ddelta_bias");
+  expect_backward_passes("check --backward --shape 2,48,49,8 --groups 3 --dtype bf16 --fixed-C --d-last-state",
+                         "du ddelta dA dB dC");
+}
+
+Test(cli_check, backward_spec_on_the_gpu_names_the_variant, .timeout = 300) {
+  int count = 0;
+  if (sf_device_count(&count) != SF_OK || count == 0) cr_skip_test("no CUDA GPU: --spec needs one");
+  /* L = 300: the state interval is 512 */
+  expect_run("check --backward --shape 2,64,300,16 --D --softplus --spec threads=64,items=8,channels=1", 0,
+             "variant      op=bwd,");
+  expect_run("check --backward --deterministic --shape 2,64,300,16 --spec threads=64,items=8,channels=2", 0,
+             "deterministic=1");
+}
+
+Test(cli_check, backward_usage_errors_name_the_option) {
+  expect_run("check --shape 1,4,16,4 --d-last-state", 2, "--d-last-state: a cotangent of the backward: give --backward");
+  expect_run("check --shape 1,4,16,4 --deterministic", 2, "--deterministic: a mode of the backward: give --backward");
+  /* L = 16: the state interval is 64, and 32 x 8 is not */
+  expect_run("check --shape 1,4,16,4 --backward --spec threads=32,items=8", 2, "must equal the state interval 64");
+  expect_run("check --shape 1,4,16,4 --backward --spec threads=32,items=8", 2, "--spec");
+  expect_run("check --shape 1,4,16,4 --backward --spec op=fwd", 2, "--spec");
+  expect_run("check --shape 1,4,16,4 --backward --device cpu --spec threads=8,items=8", 2, "--spec");
+  expect_run("check --shape 1,4,16,4 --backward --device cpu --threads 0", 2, "--threads");
 }
 
 Test(cli_check, help_lists_every_option) {
   char *out;
   cr_assert_eq(run_cli("check --help", &out), 0, "%s", out);
   const char *options[] = {"--shape", "--groups", "--dtype", "--device", "--z", "--D", "--delta-bias",
-                           "--softplus", "--fixed-B", "--fixed-C", "--h0", "--spec", "--seed", "--threads"};
+                           "--softplus", "--fixed-B", "--fixed-C", "--h0", "--spec", "--seed", "--threads",
+                           "--backward", "--d-last-state", "--deterministic", "state interval"};
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
     cr_expect_not_null(strstr(out, options[i]), "no %s in:\n%s", options[i], out);
   free(out);

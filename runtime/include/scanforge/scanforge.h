@@ -259,6 +259,13 @@ typedef struct sf_scan_bwd_args {
 /* Checks every argument of a backward call, naming the one that is wrong. */
 sf_status sf_scan_bwd_validate(const sf_scan_bwd_args *args);
 
+/* The variant a device backward call with these arguments would run, as a canonical spec:
+ * the tuned or heuristic choice, then launch->spec (threads, items and channels only;
+ * threads x items must equal sf_scan_state_interval(seqlen), and with variable B or C,
+ * channels must divide dim / groups). Reads only the sizes, the flags, which optional
+ * inputs are present and `deterministic`; launch may be NULL. */
+sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *launch, sf_variant *out);
+
 /* The backward selective scan, on the device (launch->stream) or the host. On the device
  * dA, dB, dC, dD and ddelta_bias are accumulated with atomics into buffers this call
  * first zeroes on the stream. */
