@@ -17,7 +17,7 @@
 /* ---- knobs ----------------------------------------------------------------------------- */
 
 sf_tune_knobs sf_tune_knobs_of(const sf_variant *v) {
-  return (sf_tune_knobs){v->split_states, v->threads, v->items, v->channels, v->states};
+  return (sf_tune_knobs){v->split_states, v->threads, v->items, v->channels, v->states, v->min_blocks};
 }
 
 void sf_tune_knobs_apply(const sf_tune_knobs *k, sf_variant *v) {
@@ -26,23 +26,23 @@ void sf_tune_knobs_apply(const sf_tune_knobs *k, sf_variant *v) {
   v->items = k->items;
   v->channels = k->channels;
   v->states = k->states;
+  v->min_blocks = k->min_blocks;
 }
 
 bool sf_tune_knobs_equal(const sf_tune_knobs *a, const sf_tune_knobs *b) {
   return a->split_states == b->split_states && a->threads == b->threads && a->items == b->items &&
-         a->channels == b->channels && a->states == b->states;
+         a->channels == b->channels && a->states == b->states && a->min_blocks == b->min_blocks;
 }
 
 void sf_tune_knobs_spec(const sf_tune_knobs *k, char *buf, size_t cap) {
-  snprintf(buf, cap, "split=%s,threads=%d,items=%d,channels=%d,states=%d", k->split_states ? "state" : "time",
-           k->threads, k->items, k->channels, k->states);
+  snprintf(buf, cap, "split=%s,threads=%d,items=%d,channels=%d,states=%d,minblocks=%d",
+           k->split_states ? "state" : "time", k->threads, k->items, k->channels, k->states, k->min_blocks);
 }
 
 void sf_tune_knobs_short(const sf_tune_knobs *k, char *buf, size_t cap) {
-  if (k->split_states)
-    snprintf(buf, cap, "st:%d/%d/%d", k->threads, k->items, k->channels);
-  else
-    snprintf(buf, cap, "%d/%d/%d/%d", k->threads, k->items, k->channels, k->states);
+  int n = k->split_states ? snprintf(buf, cap, "st:%d/%d/%d", k->threads, k->items, k->channels)
+                           : snprintf(buf, cap, "%d/%d/%d/%d", k->threads, k->items, k->channels, k->states);
+  if (k->min_blocks > 0 && n >= 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "+b%d", k->min_blocks);
 }
 
 /* ---- buckets and keys ------------------------------------------------------------------ */
@@ -216,8 +216,9 @@ static json_t *gpu_json(const sf_tune_gpu *g) {
 }
 
 static json_t *config_json(const sf_tune_knobs *k, double median_us) {
-  json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:i}", "split", k->split_states ? "state" : "time", "threads",
-                        k->threads, "items", k->items, "channels", k->channels, "states", k->states);
+  json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "split", k->split_states ? "state" : "time", "threads",
+                        k->threads, "items", k->items, "channels", k->channels, "states", k->states, "minblocks",
+                        k->min_blocks);
   if (j && median_us > 0) json_object_set_new(j, "median_us", json_real(median_us));
   return j;
 }
@@ -343,7 +344,8 @@ static sf_status parse_gpu(const place *at, json_t *j, sf_tune_gpu *g) {
   return st;
 }
 
-/* "split" and "states" may be absent (files written before those knobs): defaults. */
+/* "split", "states" and "minblocks" may be absent (files written before those knobs):
+ * defaults. */
 static sf_status parse_config(const place *at, json_t *j, sf_tune_knobs *k) {
   if (!json_is_object(j)) return bad(at, NULL, "expected an object");
   *k = sf_tune_knobs_of(&(sf_variant){0});
@@ -352,6 +354,7 @@ static sf_status parse_config(const place *at, json_t *j, sf_tune_knobs *k) {
   if (st == SF_OK) st = get_small(at, j, "items", 1, 64, &k->items);
   if (st == SF_OK) st = get_small(at, j, "channels", 1, 1024, &k->channels);
   if (st == SF_OK && json_object_get(j, "states")) st = get_small(at, j, "states", 1, 16, &k->states);
+  if (st == SF_OK && json_object_get(j, "minblocks")) st = get_small(at, j, "minblocks", 0, 32, &k->min_blocks);
   json_t *split = json_object_get(j, "split");
   if (st == SF_OK && split) {
     if (json_is_string(split) && strcmp(json_string_value(split), "state") == 0) k->split_states = true;

@@ -33,14 +33,16 @@ typedef struct sf_tune_knobs {
   bool split_states; /* "split=state": lanes split the states (scan_fwd_states.tpl) */
   int threads, items, channels;
   int states;        /* split=time: states a thread works on at once */
+  int min_blocks;    /* blocks per SM the kernel must fit (0: the compiler's choice) */
 } sf_tune_knobs;
 
 sf_tune_knobs sf_tune_knobs_of(const sf_variant *v);
 void sf_tune_knobs_apply(const sf_tune_knobs *k, sf_variant *v);
 bool sf_tune_knobs_equal(const sf_tune_knobs *a, const sf_tune_knobs *b);
-/* As a launch spec: "split=time,threads=32,items=8,channels=4,states=1". */
+/* As a launch spec: "split=time,threads=32,items=8,channels=4,states=1,minblocks=0". */
 void sf_tune_knobs_spec(const sf_tune_knobs *k, char *buf, size_t cap);
-/* Short, for tables: "32/8/4/1" (threads/items/channels/states), "st:8/32/4" with split=state. */
+/* Short, for tables: "32/8/4/1" (threads/items/channels/states), "st:8/32/4" with
+ * split=state; "+b2" appended for minblocks=2. */
 void sf_tune_knobs_short(const sf_tune_knobs *k, char *buf, size_t cap);
 
 /* The shape a measurement was taken on. */

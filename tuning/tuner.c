@@ -254,7 +254,8 @@ int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *
     for (int items = 4; items <= 32; items *= 2)
       for (int channels = 1; channels <= 64; channels *= 2) {
         sf_variant v = r->variant;
-        sf_tune_knobs k = {false, threads, items, channels, first.split_states ? sf_variant_default().states : first.states};
+        sf_tune_knobs k = {false, threads, items, channels,
+                           first.split_states ? sf_variant_default().states : first.states, first.min_blocks};
         sf_tune_knobs_apply(&k, &v);
         offer(r, v, ask_template, out, cap, &count, &refused);
       }
@@ -264,7 +265,7 @@ int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *
     for (int items = 16; lanes <= r->variant.dstate && r->variant.dstate % lanes == 0 && items <= 64; items *= 2)
       for (int channels = 1; channels <= 256; channels *= 2) {
         sf_variant v = r->variant;
-        sf_tune_knobs k = {true, lanes, items, channels, first.states};
+        sf_tune_knobs k = {true, lanes, items, channels, first.states, first.min_blocks};
         sf_tune_knobs_apply(&k, &v);
         offer(r, v, ask_template, out, cap, &count, &refused);
       }
@@ -279,15 +280,26 @@ static int effective_states(int s, int n) {
   return s;
 }
 
-int sf_tune_states_candidates(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap) {
+int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap) {
   int count = 0;
-  if (base->op != SF_OP_FWD || base->split_states) return 0;
+  /* Other states (split=time forward): each power of two the template would use as is. */
   const int have = effective_states(base->states, base->dstate);
-  for (int states = 1; states <= 16 && states <= base->dstate; states *= 2) {
+  for (int states = 1; base->op == SF_OP_FWD && !base->split_states && states <= 16 && states <= base->dstate;
+       states *= 2) {
     if (effective_states(states, base->dstate) != states || states == have) continue;
     sf_variant v = *base;
     v.states = states;
     if (sf_variant_validate(&v) != SF_OK || !worth_measuring(r, &v)) continue;
+    if (count < cap) out[count] = v;
+    count++;
+  }
+  /* Register caps: blocks per SM the kernel must fit, while that many blocks still fit
+   * the SM's 2048 threads. */
+  for (int blocks = 2; blocks <= 8; blocks *= 2) {
+    if (blocks == base->min_blocks || blocks * base->threads * base->channels > 2048) continue;
+    sf_variant v = *base;
+    v.min_blocks = blocks;
+    if (sf_variant_validate(&v) != SF_OK) continue;
     if (count < cap) out[count] = v;
     count++;
   }
@@ -702,28 +714,34 @@ static bool measured(const sf_tune_entry *e, const sf_variant *v) {
   return false;
 }
 
-enum { STATES_BASES = 3, STATES_EXTRA = STATES_BASES * 5 };
+enum { REFINE_BASES = 3, REFINE_EACH = 8, REFINE_EXTRA = REFINE_BASES * REFINE_EACH };
 
-/* The second stage: other `states` for the fastest split=time forward candidates. */
-static int states_round(run_state *s, const sf_tune_request *r, const sf_tune_entry *e, sf_variant *out) {
-  const sf_tune_candidate *top[STATES_BASES] = {0};
+/* The second round: sf_tune_refinements of the three fastest candidates. */
+static int refine_round(const sf_tune_request *r, const sf_tune_entry *e, sf_variant *out) {
+  const sf_tune_candidate *top[REFINE_BASES] = {0};
   for (int i = 0; i < e->candidate_count; i++) {
     const sf_tune_candidate *c = &e->candidates[i];
-    if (!c->ok || c->reps < 20 || c->knobs.split_states) continue;
-    for (int k = 0; k < STATES_BASES; k++)
+    if (!c->ok || c->reps < 20) continue;
+    for (int k = 0; k < REFINE_BASES; k++)
       if (!top[k] || c->median_us < top[k]->median_us) {
-        memmove(&top[k + 1], &top[k], (size_t)(STATES_BASES - k - 1) * sizeof top[0]);
+        memmove(&top[k + 1], &top[k], (size_t)(REFINE_BASES - k - 1) * sizeof top[0]);
         top[k] = c;
         break;
       }
   }
   int count = 0;
-  for (int k = 0; k < STATES_BASES && top[k]; k++) {
-    sf_variant base = r->variant, more[5];
+  for (int k = 0; k < REFINE_BASES && top[k]; k++) {
+    sf_variant base = r->variant, more[REFINE_EACH];
     sf_tune_knobs_apply(&top[k]->knobs, &base);
-    const int n = sf_tune_states_candidates(r, &base, more, 5);
-    for (int j = 0; j < n && j < 5 && count < STATES_EXTRA; j++)
-      if (!measured(e, &more[j])) out[count++] = more[j];
+    const int n = sf_tune_refinements(r, &base, more, REFINE_EACH);
+    for (int j = 0; j < n && j < REFINE_EACH && count < REFINE_EXTRA; j++) {
+      bool twice = measured(e, &more[j]);
+      for (int i = 0; i < count && !twice; i++) {
+        const sf_tune_knobs a = sf_tune_knobs_of(&out[i]), b = sf_tune_knobs_of(&more[j]);
+        twice = sf_tune_knobs_equal(&a, &b);
+      }
+      if (!twice) out[count++] = more[j];
+    }
   }
   return count;
 }
@@ -735,7 +753,7 @@ static sf_status tune_entry(run_state *s, int index, sf_tune_entry *e, bool *sto
   const sf_variant *cands = s->candidates[index];
   const int count = s->candidate_counts[index];
   *e = sf_tune_request_key(r);
-  e->candidates = calloc((size_t)(count + STATES_EXTRA), sizeof *e->candidates);
+  e->candidates = calloc((size_t)(count + REFINE_EXTRA), sizeof *e->candidates);
   if (!e->candidates) return sf_fail(SF_ENOMEM, "tune: out of memory");
   sf_measure_sets sets;
   sf_status st = prepare_sets(s, r, &sets);
@@ -756,9 +774,9 @@ static sf_status tune_entry(run_state *s, int index, sf_tune_entry *e, bool *sto
     if (i > 0 && u >= 0 && s->uniques[u].compile_status == SF_EINVAL) continue;
     st = measure_one(s, r, &sets, &cands[i], i == 0, &best_ms, &e->candidates[e->candidate_count++]);
   }
-  /* Stage 2: states around the best, compiled by the pool now. */
-  sf_variant extra[STATES_EXTRA];
-  const int n_extra = st == SF_OK && !*stopped ? states_round(s, r, e, extra) : 0;
+  /* Stage 2: states and register caps around the best, compiled by the pool now. */
+  sf_variant extra[REFINE_EXTRA];
+  const int n_extra = st == SF_OK && !*stopped ? refine_round(r, e, extra) : 0;
   for (int j = 0; j < n_extra && st == SF_OK; j++) st = add_unique(s, &extra[j]);
   for (int j = 0; j < n_extra && st == SF_OK; j++) {
     if ((*stopped = should_stop(s))) break;
@@ -831,7 +849,7 @@ static sf_status plan(run_state *s, const sf_tune_request *requests, int count, 
   s->candidates = calloc((size_t)count + 1, sizeof *s->candidates);
   s->candidate_counts = calloc((size_t)count + 1, sizeof *s->candidate_counts);
   /* Room for every candidate and each entry's states round: the array never moves. */
-  s->unique_capacity = count * (MAX_CANDIDATES + STATES_EXTRA) + 1;
+  s->unique_capacity = count * (MAX_CANDIDATES + REFINE_EXTRA) + 1;
   s->uniques = malloc((size_t)s->unique_capacity * sizeof *s->uniques);
   if (!s->todo || !s->candidates || !s->candidate_counts || !s->uniques)
     return sf_fail(SF_ENOMEM, "tune: out of memory");

@@ -54,10 +54,12 @@ sf_tune_entry sf_tune_request_key(const sf_tune_request *r);
  * Writes up to `cap` and returns how many there are. */
 int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *out, int cap, int *rejected);
 
-/* The second stage for a split=time forward candidate `base`: the same knobs with each
- * other number of states 1, 2, 4, ... <= N that the template would really use (a divisor
- * of N). The tuner tries them on its three fastest split=time candidates. */
-int sf_tune_states_candidates(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap);
+/* The second round around a candidate `base`: the same knobs with each other number of
+ * states 1, 2, 4, ... <= N that a split=time forward template would really use (a divisor
+ * of N), and with minblocks 2, 4, 8 (registers capped so that many blocks fit an SM)
+ * where that many blocks fit 2048 threads. The tuner tries them on its three fastest
+ * candidates. Writes up to `cap` and returns how many there are. */
+int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap);
 
 /* ---- running ---------------------------------------------------------------------------- */
 

@@ -147,9 +147,9 @@ Test(tune_gpu, three_entries_tuned_and_checked, .init = setup, .fini = teardown,
     snprintf(command, sizeof command,
              "SCANFORGE_TUNING_DB=%s %s check --device gpu --shape 64,160,196,8 --D --delta-bias --softplus 2>&1",
              db_path, cli);
-    /* The canonical spec check prints: "...,split=S,...,threads=T,items=I,channels=C,states=K,...". */
-    snprintf(expect, sizeof expect, "threads=%d,items=%d,channels=%d,states=%d,", mv->variant.threads,
-             mv->variant.items, mv->variant.channels, mv->variant.states);
+    /* The canonical spec check prints: "...,split=S,...,threads=T,items=I,channels=C,states=K,minblocks=M,...". */
+    snprintf(expect, sizeof expect, "threads=%d,items=%d,channels=%d,states=%d,minblocks=%d,", mv->variant.threads,
+             mv->variant.items, mv->variant.channels, mv->variant.states, mv->variant.min_blocks);
     FILE *p = popen(command, "r");
     cr_assert(p);
     bool ran_winner = false;

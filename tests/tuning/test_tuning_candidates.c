@@ -114,22 +114,40 @@ Test(tuning_candidates, template_rejections_are_left_out) {
   free(unasked);
 }
 
-/* The second stage offers each other number of states the template would really use. */
-Test(tuning_candidates, states_candidates_are_distinct_divisors) {
+/* The second round offers each other number of states the template would really use, and
+ * register caps that still let that many blocks fit an SM. */
+Test(tuning_candidates, refinements_are_distinct_states_and_register_caps) {
   sf_tune_request r = {.variant = sf_variant_default(), .shape = {8, 1536, 2048, 1}};
   r.variant.dstate = 16;
-  sf_variant base = r.variant, out[8];
+  sf_variant base = r.variant, out[16];
   base.threads = 32, base.items = 16, base.channels = 4, base.states = 1, base.split_states = false;
-  const int n = sf_tune_states_candidates(&r, &base, out, 8);
-  cr_assert_eq(n, 4, "states 2, 4, 8, 16 expected, got %d", n);
+  base.min_blocks = 0;
+  int n = sf_tune_refinements(&r, &base, out, 16);
+  int states = 0, caps = 0;
   for (int i = 0; i < n; i++) {
-    cr_expect(out[i].states != 1 && 16 % out[i].states == 0);
-    cr_expect(out[i].threads == 32 && out[i].items == 16 && out[i].channels == 4 && !out[i].split_states);
+    const sf_variant *v = &out[i];
+    cr_expect(v->threads == 32 && v->items == 16 && v->channels == 4 && !v->split_states);
+    cr_expect((v->states != 1) != (v->min_blocks != 0), "one knob changes at a time");
+    if (v->states != 1) {
+      states++;
+      cr_expect(16 % v->states == 0);
+    }
+    if (v->min_blocks != 0) {
+      caps++;
+      cr_expect(v->min_blocks * 128 <= 2048);
+    }
   }
+  cr_expect_eq(states, 4, "states 2, 4, 8, 16");
+  cr_expect_eq(caps, 3, "minblocks 2, 4, 8 for a block of 128");
   r.variant.dstate = base.dstate = 12; /* divisors 1, 2, 4 among the powers of two up to 12 */
-  cr_expect_eq(sf_tune_states_candidates(&r, &base, out, 8), 2);
-  base.split_states = true;
-  cr_expect_eq(sf_tune_states_candidates(&r, &base, out, 8), 0, "split=state has no states knob");
+  n = sf_tune_refinements(&r, &base, out, 16);
+  states = 0;
+  for (int i = 0; i < n; i++) states += out[i].states != 1;
+  cr_expect_eq(states, 2);
+  base.dstate = 16;
+  base.split_states = true, base.threads = 4, base.items = 16, base.channels = 16;
+  n = sf_tune_refinements(&r, &base, out, 16);
+  for (int i = 0; i < n; i++) cr_expect(out[i].states == base.states, "split=state has no states knob");
 }
 
 Test(tuning_candidates, entries_file_parses_and_formats_back) {

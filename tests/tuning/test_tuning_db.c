@@ -36,7 +36,7 @@ static sf_tune_entry entry_for(int64_t batch, int64_t dim, int64_t seqlen, int t
   e.shape = (sf_tune_shape){batch, dim, seqlen, 1};
   e.seqlen_bucket = sf_tune_bucket(seqlen);
   e.rows_bucket = sf_tune_bucket(batch * dim);
-  e.default_knobs = (sf_tune_knobs){false, 32, 8, 4, 1};
+  e.default_knobs = (sf_tune_knobs){false, 32, 8, 4, 1, 0};
   e.winner_us = 10.5;
   e.default_us = 12.25;
   e.complete = true;
@@ -93,9 +93,9 @@ Test(tuning_db, json_round_trip_keeps_everything) {
   e.variant.has_z = true;
   snprintf(e.tuned_at, sizeof e.tuned_at, "2026-11-21T10:00:00Z");
   sf_tune_candidate c[2] = {
-      {.knobs = {false, 128, 16, 1, 2}, .ok = true, .median_us = 400.5, .min_us = 399, .p90_us = 402, .reps = 25,
+      {.knobs = {false, 128, 16, 1, 2, 4}, .ok = true, .median_us = 400.5, .min_us = 399, .p90_us = 402, .reps = 25,
        .error = 1.5e-3},
-      {.knobs = {true, 8, 32, 4, 1}, .ok = false, .why = "out of GPU resources: 300 registers", .error = -1},
+      {.knobs = {true, 8, 32, 4, 1, 0}, .ok = false, .why = "out of GPU resources: 300 registers", .error = -1},
   };
   e.candidates = c;
   e.candidate_count = 2;
@@ -117,7 +117,7 @@ Test(tuning_db, json_round_trip_keeps_everything) {
   cr_expect(r->variant.threads == 128 && r->variant.items == 16 && r->variant.channels == 1);
   cr_expect(r->shape.batch == 8 && r->shape.dim == 1536 && r->shape.seqlen == 2048 && r->shape.groups == 1);
   cr_expect(r->seqlen_bucket == 11 && r->rows_bucket == 14);
-  const sf_tune_knobs want_default = {false, 32, 8, 4, 1};
+  const sf_tune_knobs want_default = {false, 32, 8, 4, 1, 0};
   cr_expect(sf_tune_knobs_equal(&r->default_knobs, &want_default));
   cr_expect_float_eq(r->winner_us, 10.5, 1e-9);
   cr_expect_float_eq(r->default_us, 12.25, 1e-9);
@@ -125,7 +125,8 @@ Test(tuning_db, json_round_trip_keeps_everything) {
   cr_expect_str_eq(r->tuned_at, "2026-11-21T10:00:00Z");
   cr_assert_eq(r->candidate_count, 2);
   cr_expect(r->candidates[0].ok && r->candidates[0].reps == 25);
-  cr_expect(!r->candidates[0].knobs.split_states && r->candidates[0].knobs.states == 2);
+  cr_expect(!r->candidates[0].knobs.split_states && r->candidates[0].knobs.states == 2 &&
+            r->candidates[0].knobs.min_blocks == 4);
   cr_expect(r->candidates[1].knobs.split_states && r->candidates[1].knobs.threads == 8 && r->candidates[1].knobs.items == 32);
   cr_expect_float_eq(r->candidates[0].median_us, 400.5, 1e-9);
   cr_expect_float_eq(r->candidates[0].error, 1.5e-3, 1e-12);
@@ -153,7 +154,7 @@ Test(tuning_db, every_knob_round_trips_and_old_configs_get_defaults) {
   sf_tune_db_init(&db);
   sf_tune_gpu g = gpu_named("GPU", "aa");
   sf_tune_entry e = entry_for(64, 160, 196, 8, 32, 4);
-  sf_tune_knobs state_split = {true, 8, 32, 4, 1};
+  sf_tune_knobs state_split = {true, 8, 32, 4, 1, 2};
   sf_tune_knobs_apply(&state_split, &e.variant);
   cr_assert_eq(sf_variant_validate(&e.variant), SF_OK, "%s", sf_last_error());
   cr_assert_eq(sf_tune_db_put(&db, &g, &e), SF_OK);
@@ -176,7 +177,7 @@ Test(tuning_db, every_knob_round_trips_and_old_configs_get_defaults) {
       "\"groups\": 1}, \"winner\": {\"threads\": 32, \"items\": 8, \"channels\": 1}}]}]}";
   cr_assert_eq(sf_tune_db_parse(old, strlen(old), "old", &back), SF_OK, "%s", sf_last_error());
   const sf_variant *v = &back.sections[0].entries[0].variant;
-  cr_expect(!v->split_states && v->states == sf_variant_default().states && v->threads == 32);
+  cr_expect(!v->split_states && v->states == sf_variant_default().states && v->min_blocks == 0 && v->threads == 32);
   sf_tune_db_free(&back);
 }
 
