@@ -1,4 +1,4 @@
-/* cmd_bench.c: scanforge bench: forward times on the GPU against the floor and the established kernel (performance.md). */
+/* cmd_bench.c: scanforge bench: forward and backward times on the GPU against the floor and the established kernel (performance.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -24,35 +24,52 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: scanforge bench [--rows FILE] [--dtype LIST] [--json FILE] [--reps N] [--warmup N]\n"
+          "                       [--forward-only | --backward-only] [--deterministic]\n"
+          "                       [--spec SPEC] [--bwd-spec SPEC] [--tuned | --untuned]\n"
           "\n"
-          "Times the forward selective scan on the GPU, as performance.md prescribes: random\n"
-          "inputs rotated through enough copies that the working set exceeds 128 MiB (so the\n"
-          "L2 cache does not serve repeated runs), warm-up first (kernel compile and load stay\n"
-          "out of the numbers), each launch timed with CUDA events on its own stream, every\n"
-          "launch's status checked; median, min and p90 of the repetitions.\n"
-          "Every row: variable B and C, one group, D and delta_bias, softplus on.\n"
+          "Times the forward and the backward selective scan on the GPU, as performance.md\n"
+          "prescribes: random inputs rotated through enough copies that the working set\n"
+          "exceeds 128 MiB (so the L2 cache does not serve repeated runs), warm-up first\n"
+          "(kernel compile and load stay out of the numbers), each launch timed with CUDA\n"
+          "events on its own stream, every launch's status checked; median, min and p90 of\n"
+          "the repetitions. Every row: variable B and C, one group, D and delta_bias, softplus\n"
+          "on. The backward runs on the states a forward saved on the same inputs, with a\n"
+          "random dout, and writes every gradient (du, ddelta, dz with z, dA, dB, dC, dD,\n"
+          "ddelta_bias).\n"
           "\n"
-          "Per row it prints the variant (threads/items/channels), the time, GB/s, the floor\n"
-          "max(bytes / copy bandwidth, exps / (16 exp2 per SM per clock)) as a percentage of\n"
-          "the time, and for performance.md's rows the established implementation's time\n"
-          "(H200) with the speedup. Once: the GPU, the copy bandwidth measured in the same\n"
-          "run, a cold NVRTC compile, a disk-cache hit, an in-process kernel lookup and the\n"
-          "host time of one launch through the C API.\n"
+          "Two tables, forward then backward. Per row: the variant (threads/items/channels),\n"
+          "the time, GB/s, the floor max(bytes / copy bandwidth, exps / (16 exp2 per SM per\n"
+          "clock)) as a percentage of the time, and for performance.md's rows the established\n"
+          "implementation's time (H200) with the speedup. Bytes: every input read once and\n"
+          "every output written once; for the backward u, delta, z, dout, B, C (in T), A, D,\n"
+          "delta_bias and the saved states read, du, ddelta, dz (in T), dB, dC (fp32), dA, dD,\n"
+          "ddelta_bias written. Exps: batch*dim*L*N for either pass. Once per pass: the GPU,\n"
+          "the copy bandwidth measured in the same run, a cold NVRTC compile, a disk-cache hit,\n"
+          "an in-process kernel lookup and the host time of one call through the C API.\n"
           "\n"
-          "  --rows FILE    the rows to run instead of performance.md's table (see below)\n"
-          "  --dtype LIST   comma-separated types among fp32, fp16, bf16. Without --rows and\n"
-          "                 without --dtype: the table's rows in the types it lists them in;\n"
-          "                 with --dtype: every table shape in each type of LIST. Rows of a\n"
-          "                 file without a type run in each type of LIST (default fp32,bf16)\n"
-          "  --json FILE    also write every number to FILE as JSON\n"
-          "  --spec SPEC    launch knobs (threads, items, channels, states) for every row,\n"
-          "                 in place of the tuned or heuristic choice\n"
-          "  --tuned        launch configurations from the tuning database, else the\n"
-          "                 heuristics (the default; docs/tuning.md)\n"
-          "  --untuned      the heuristics alone, to compare with --tuned\n"
-          "  --reps N       timed launches per row (default 50)\n"
-          "  --warmup N     untimed launches per row first (default 10)\n"
-          "  -h, --help     this text\n"
+          "  --rows FILE      the rows to run instead of performance.md's table (see below)\n"
+          "  --dtype LIST     comma-separated types among fp32, fp16, bf16. Without --rows and\n"
+          "                   without --dtype: the table's rows in the types it lists them in;\n"
+          "                   with --dtype: every table shape in each type of LIST. Rows of a\n"
+          "                   file without a type run in each type of LIST (default fp32,bf16)\n"
+          "  --json FILE      also write every number to FILE as JSON (a row's backward under\n"
+          "                   \"backward\", its deterministic mode under \"backward_deterministic\")\n"
+          "  --forward-only   time the forward alone\n"
+          "  --backward-only  time the backward alone\n"
+          "  --deterministic  also time the backward's deterministic mode (fixed-order sums,\n"
+          "                   bitwise reproducible) on the same inputs: columns 'det us' and\n"
+          "                   'det cost' (its time over the default backward's)\n"
+          "  --spec SPEC      the forward's launch knobs (threads, items, channels, states) for\n"
+          "                   every row, in place of the tuned or heuristic choice\n"
+          "  --bwd-spec SPEC  the backward's launch knobs for every row; its threads x items\n"
+          "                   must equal the state interval of L (the next power of two >= L,\n"
+          "                   clamped to 64..512), so it suits rows of one such interval\n"
+          "  --tuned          launch configurations from the tuning database, else the\n"
+          "                   heuristics (the default; docs/tuning.md)\n"
+          "  --untuned        the heuristics alone, to compare with --tuned\n"
+          "  --reps N         timed launches per row and pass (default 50)\n"
+          "  --warmup N       untimed launches per row and pass first (default 10)\n"
+          "  -h, --help       this text\n"
           "\n"
           "rows file: one row per line, 'batch,dim,L,N[,z][,dtype]'; 'z' adds the gate;\n"
           "blanks are ignored and '#' starts a comment:\n"
@@ -78,27 +95,29 @@ typedef struct bench_row {
   int dstate;
   bool z;
   sf_dtype dtype;
-  double ref_us; /* the established implementation's forward (performance.md), 0 if none */
+  double ref_us;     /* the established implementation's forward (performance.md), 0 if none */
+  double bwd_ref_us; /* and its backward */
 } bench_row;
 
-/* performance.md's table: forward times of the established implementation on an H200. */
+/* performance.md's table: forward and backward times of the established implementation on
+ * an H200. */
 static const bench_row table[] = {
-    {1, 4, 16, 4, false, SF_FP32, 13.2},
-    {4, 16, 64, 16, false, SF_FP32, 16.1},
-    {16, 64, 256, 64, false, SF_FP32, 45.4},
-    {1, 256, 1024, 16, false, SF_FP32, 22.9},
-    {1, 768, 1024, 16, false, SF_FP32, 35.3},
-    {64, 160, 196, 8, false, SF_FP32, 52.8},
-    {64, 320, 49, 8, false, SF_FP32, 58.4},
-    {64, 256, 196, 8, false, SF_FP32, 78.4},
-    {64, 512, 49, 8, false, SF_FP32, 86.8},
-    {8, 1536, 2048, 16, true, SF_FP32, 879.6},
-    {4, 4096, 2048, 16, true, SF_FP32, 1163.5},
-    {1, 1536, 16384, 16, true, SF_FP32, 973.0},
-    {8, 1536, 2048, 16, true, SF_BF16, 448.0},
-    {4, 4096, 2048, 16, true, SF_BF16, 592.3},
-    {64, 160, 196, 8, false, SF_BF16, 53.3},
-    {64, 512, 49, 8, false, SF_BF16, 86.4},
+    {1, 4, 16, 4, false, SF_FP32, 13.2, 41.2},
+    {4, 16, 64, 16, false, SF_FP32, 16.1, 49.5},
+    {16, 64, 256, 64, false, SF_FP32, 45.4, 124.9},
+    {1, 256, 1024, 16, false, SF_FP32, 22.9, 74.3},
+    {1, 768, 1024, 16, false, SF_FP32, 35.3, 135.1},
+    {64, 160, 196, 8, false, SF_FP32, 52.8, 166.5},
+    {64, 320, 49, 8, false, SF_FP32, 58.4, 164.4},
+    {64, 256, 196, 8, false, SF_FP32, 78.4, 252.9},
+    {64, 512, 49, 8, false, SF_FP32, 86.8, 241.1},
+    {8, 1536, 2048, 16, true, SF_FP32, 879.6, 2054.5},
+    {4, 4096, 2048, 16, true, SF_FP32, 1163.5, 2718.1},
+    {1, 1536, 16384, 16, true, SF_FP32, 973.0, 2248.9},
+    {8, 1536, 2048, 16, true, SF_BF16, 448.0, 1770.8},
+    {4, 4096, 2048, 16, true, SF_BF16, 592.3, 2342.6},
+    {64, 160, 196, 8, false, SF_BF16, 53.3, 166.7},
+    {64, 512, 49, 8, false, SF_BF16, 86.4, 237.6},
 };
 enum { TABLE_ROWS = sizeof table / sizeof table[0] };
 
@@ -107,10 +126,11 @@ static bool same_shape(const bench_row *a, const bench_row *b) {
          a->z == b->z;
 }
 
-static double table_ref_us(const bench_row *r) {
+/* The table's row of this shape and type, or NULL. */
+static const bench_row *table_row(const bench_row *r) {
   for (int i = 0; i < TABLE_ROWS; i++)
-    if (same_shape(&table[i], r) && table[i].dtype == r->dtype) return table[i].ref_us;
-  return 0;
+    if (same_shape(&table[i], r) && table[i].dtype == r->dtype) return &table[i];
+  return NULL;
 }
 
 typedef struct row_list {
@@ -126,7 +146,9 @@ static bool add_row(row_list *l, bench_row r) {
     l->rows = grown;
     l->capacity = capacity;
   }
-  r.ref_us = table_ref_us(&r);
+  const bench_row *known = table_row(&r);
+  r.ref_us = known ? known->ref_us : 0;
+  r.bwd_ref_us = known ? known->bwd_ref_us : 0;
   l->rows[l->count++] = r;
   return true;
 }
@@ -276,28 +298,37 @@ static void gpu_close(gpu *g) {
 
 /* ---- one row's tensors ---------------------------------------------------------------- */
 
-static sf_measure_shape row_shape(const bench_row *r) {
+static sf_measure_shape row_shape(const bench_row *r, bool backward) {
   return (sf_measure_shape){.batch = r->batch, .dim = r->dim, .seqlen = r->seqlen, .dstate = r->dstate,
                             .groups = 1, .dtype = r->dtype, .z = r->z, .D = true, .delta_bias = true,
-                            .softplus = true, .B_var = true, .C_var = true};
+                            .softplus = true, .B_var = true, .C_var = true, .backward = backward};
 }
 
-/* What a row's call moves at least: every input read once, every output written once. */
-static double row_bytes(const bench_row *r) {
-  sf_measure_shape shape = row_shape(r);
+/* What a row's call moves at least: every input read once, every output written once. The
+ * backward reads u, delta, z, dout, B, C (in T), A, D, delta_bias and the saved states, and
+ * writes du, ddelta, dz (in T), dB, dC (fp32, as the C API writes them), dA, dD and
+ * ddelta_bias (tuning/measure.c counts them). */
+static double row_bytes(const bench_row *r, bool backward) {
+  sf_measure_shape shape = row_shape(r, backward);
   return sf_measure_call_bytes(&shape);
 }
 
 /* Enough random input sets that the working set exceeds WORKING_SET_BYTES (at most
  * max_sets: more than the launches would never be read). */
-static sf_status buffers_alloc(gpu *g, const bench_row *r, int max_sets, sf_measure_sets *b) {
-  sf_measure_shape shape = row_shape(r);
+static sf_status buffers_alloc(gpu *g, const bench_row *r, bool backward, int max_sets, sf_measure_sets *b) {
+  sf_measure_shape shape = row_shape(r, backward);
   return sf_measure_sets_alloc(g->cu, &shape, WORKING_SET_BYTES, max_sets, b);
 }
 
 /* ---- one row ------------------------------------------------------------------------- */
 
-typedef struct row_result {
+/* The passes a row may time. */
+typedef enum pass { PASS_FWD, PASS_BWD, PASS_BWD_DET, PASSES } pass;
+static const char *const pass_key[PASSES] = {"forward", "backward", "backward_deterministic"};
+
+/* One timed pass of one row. */
+typedef struct pass_result {
+  bool ran; /* asked for (else nothing below is set) */
   bool ok;
   char error[512];
   sf_variant variant;
@@ -306,85 +337,208 @@ typedef struct row_result {
   int sets;
   sf_timing t; /* ms */
   double bytes, exps, floor_ms;
+} pass_result;
+
+typedef struct row_result {
+  pass_result pass[PASSES];
 } row_result;
 
-/* --spec: launch knobs applied to every row (for exploring variants by hand). */
-static const char *launch_spec;
+/* --spec and --bwd-spec: launch knobs applied to every row's forward or backward (for
+ * exploring variants by hand). */
+static const char *launch_spec, *launch_bwd_spec;
 /* --untuned: the heuristics choose, the tuning database is not read. */
 static bool launch_untuned;
 
+/* One call to time: a forward or a backward on input set `set`. */
 typedef struct row_call {
   sf_context *ctx;
-  sf_scan_fwd_args args;
+  const sf_measure_sets *sets;
+  bool backward, deterministic;
+  int set;
   sf_launch launch;
 } row_call;
 
-static sf_status run_row(void *user, CUstream stream) {
+static sf_status run_call(void *user, CUstream stream) {
   row_call *c = user;
   c->launch.stream = stream;
-  return sf_scan_fwd(c->ctx, &c->args, &c->launch);
+  if (!c->backward) {
+    sf_scan_fwd_args args = sf_measure_fwd_args(c->sets, c->set);
+    return sf_scan_fwd(c->ctx, &args, &c->launch);
+  }
+  sf_scan_bwd_args args = sf_measure_bwd_args(c->sets, c->set);
+  args.deterministic = c->deterministic;
+  return sf_scan_bwd(c->ctx, &args, &c->launch);
 }
 
-static sf_status time_row(gpu *g, const bench_row *r, int reps, int warmup, row_result *out) {
-  sf_measure_sets b;
-  sf_status st = buffers_alloc(g, r, warmup + reps, &b);
-  if (st != SF_OK) return st;
-  out->sets = b.sets;
-  row_call call = {.ctx = g->ctx, .launch = {.stream = g->timer.stream, .spec = launch_spec, .untuned = launch_untuned}};
-  call.args = sf_measure_fwd_args(&b, 0);
+/* The variant the call runs, loaded (the load timed: a compile shows here, not in the
+ * times). */
+static sf_status load_variant(gpu *g, row_call *call, pass_result *out) {
+  sf_status st;
+  if (call->backward) {
+    sf_scan_bwd_args args = sf_measure_bwd_args(call->sets, 0);
+    args.deterministic = call->deterministic;
+    st = sf_scan_bwd_variant(&args, &call->launch, &out->variant);
+  } else {
+    sf_scan_fwd_args args = sf_measure_fwd_args(call->sets, 0);
+    st = sf_scan_fwd_variant(&args, &call->launch, &out->variant);
+  }
   const sf_kernel *kernel;
-  st = sf_scan_fwd_variant(&call.args, &call.launch, &out->variant);
   double t0 = cli_now_ms();
   if (st == SF_OK) st = sf_kernel_for_variant(g->ctx, &out->variant, &kernel, &out->origin);
   out->load_ms = cli_now_ms() - t0;
+  return st;
+}
+
+/* Warm-up launches, then `reps` timed ones, each on the next input set. */
+static sf_status time_call(gpu *g, row_call *call, int reps, int warmup, pass_result *out) {
+  out->sets = call->sets->sets;
+  sf_status st = load_variant(g, call, out);
   for (int i = 0; i < warmup && st == SF_OK; i++) {
-    call.args = sf_measure_fwd_args(&b, i % b.sets);
-    st = sf_scan_fwd(g->ctx, &call.args, &call.launch);
+    call->set = i % call->sets->sets;
+    st = run_call(call, g->timer.stream);
   }
   if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->timer.stream), "cuStreamSynchronize (warm-up)");
   float *ms = malloc((size_t)reps * sizeof *ms);
   if (!ms && st == SF_OK) st = sf_fail(SF_ENOMEM, "bench: out of memory");
   for (int i = 0; i < reps && st == SF_OK; i++) {
-    call.args = sf_measure_fwd_args(&b, (warmup + i) % b.sets);
-    st = sf_timer_time_one(&g->timer, run_row, &call, &ms[i]);
+    call->set = (warmup + i) % call->sets->sets;
+    st = sf_timer_time_one(&g->timer, run_call, call, &ms[i]);
   }
   if (st == SF_OK) out->t = sf_timing_of(ms, reps);
   free(ms);
   g->cu->StreamSynchronize(g->timer.stream); /* nothing may still read the buffers */
-  sf_measure_sets_free(g->cu, &b);
-  out->bytes = row_bytes(r);
-  out->exps = (double)r->batch * r->dim * r->seqlen * r->dstate;
-  out->floor_ms = 1e3 * fmax(out->bytes / g->copy_bytes_per_s, out->exps / g->exp2_per_s);
   return st;
 }
 
-static void print_table_header(void) {
-  printf("%-20s %-5s %-9s %9s %9s %9s %8s %9s %7s %8s %8s\n", "shape B,D,L,N", "type", "t/i/c", "time us",
-         "min us", "p90 us", "GB/s", "floor us", "% floor", "ref us", "speedup");
+/* The floor of a pass: bytes over the copy bandwidth, or exps over the exp2 rate. */
+static void set_floor(const gpu *g, const bench_row *r, bool backward, pass_result *out) {
+  out->bytes = row_bytes(r, backward);
+  out->exps = (double)r->batch * r->dim * r->seqlen * r->dstate;
+  out->floor_ms = 1e3 * fmax(out->bytes / g->copy_bytes_per_s, out->exps / g->exp2_per_s);
 }
 
-static void print_row(const bench_row *r, const row_result *res) {
+static void finish_pass(pass_result *out, sf_status st) {
+  out->ran = true;
+  out->ok = st == SF_OK;
+  if (!out->ok) snprintf(out->error, sizeof out->error, "%s", sf_last_error());
+}
+
+static void time_forward(gpu *g, const bench_row *r, int reps, int warmup, pass_result *out) {
+  sf_measure_sets b;
+  sf_status st = buffers_alloc(g, r, false, warmup + reps, &b);
+  if (st == SF_OK) {
+    row_call call = {.ctx = g->ctx, .sets = &b,
+                     .launch = {.stream = g->timer.stream, .spec = launch_spec, .untuned = launch_untuned}};
+    st = time_call(g, &call, reps, warmup, out);
+    sf_measure_sets_free(g->cu, &b);
+  }
+  set_floor(g, r, false, out);
+  finish_pass(out, st);
+}
+
+/* The backward on the states that a forward saved on the same input set (every set gets
+ * its forward first, untimed, with the forward's own choice of variant): dout random,
+ * every gradient of the row requested. With `deterministic`, the deterministic mode is
+ * timed too, on the same sets. */
+static void time_backward(gpu *g, const bench_row *r, int reps, int warmup, bool deterministic, row_result *res) {
+  sf_measure_sets b;
+  sf_status st = buffers_alloc(g, r, true, warmup + reps, &b);
+  const sf_launch fwd_launch = {.stream = g->timer.stream, .untuned = launch_untuned};
+  for (int set = 0; st == SF_OK && set < b.sets; set++) {
+    sf_scan_fwd_args args = sf_measure_fwd_args(&b, set);
+    st = sf_scan_fwd(g->ctx, &args, &fwd_launch);
+  }
+  if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->timer.stream), "cuStreamSynchronize (forward for the saved states)");
+  if (st != SF_OK) st = sf_fail_context(st, "the forward that saves the backward's states");
+  for (int det = 0; det <= (int)deterministic; det++) {
+    pass_result *out = &res->pass[det ? PASS_BWD_DET : PASS_BWD];
+    sf_status pass_st = st;
+    if (st == SF_OK) {
+      row_call call = {.ctx = g->ctx, .sets = &b, .backward = true, .deterministic = det,
+                       .launch = {.stream = g->timer.stream, .spec = launch_bwd_spec, .untuned = launch_untuned}};
+      pass_st = time_call(g, &call, reps, warmup, out);
+    }
+    set_floor(g, r, true, out);
+    finish_pass(out, pass_st);
+  }
+  sf_measure_sets_free(g->cu, &b); /* a failed alloc left it empty: nothing to free */
+}
+
+/* ---- tables ---------------------------------------------------------------------------- */
+
+static void print_table_header(pass p, bool with_det) {
+  printf("%s\n", p == PASS_FWD ? "forward" : "backward (every gradient: du, ddelta, dz with z, dA, dB, dC, dD, ddelta_bias)");
+  printf("%-20s %-5s %-9s %9s %9s %9s %8s %9s %7s %8s %8s", "shape B,D,L,N", "type", "t/i/c", "time us", "min us",
+         "p90 us", "GB/s", "floor us", "% floor", "ref us", "speedup");
+  if (with_det) printf(" %9s %8s", "det us", "det cost");
+  printf("\n");
+}
+
+/* The row's line of pass p's table (with the deterministic columns for the backward when
+ * it was timed). */
+static void print_row(const bench_row *r, const row_result *res, pass p) {
+  const pass_result *x = &res->pass[p];
   char label[96], config[32];
   row_label(r, label, sizeof label);
-  if (!res->ok) {
-    printf("%-20s %-5s error: %s\n", label, sf_dtype_name(r->dtype), res->error);
+  if (!x->ok) {
+    printf("%-20s %-5s error: %s\n", label, sf_dtype_name(r->dtype), x->error);
     fflush(stdout);
     return;
   }
-  snprintf(config, sizeof config, "%d/%d/%d", res->variant.threads, res->variant.items, res->variant.channels);
-  const double us = res->t.median * 1e3;
+  snprintf(config, sizeof config, "%d/%d/%d", x->variant.threads, x->variant.items, x->variant.channels);
+  const double us = x->t.median * 1e3, ref = p == PASS_FWD ? r->ref_us : r->bwd_ref_us;
   printf("%-20s %-5s %-9s %9.1f %9.1f %9.1f %8.0f %9.1f %7.1f", label, sf_dtype_name(r->dtype), config, us,
-         res->t.min * 1e3, res->t.p90 * 1e3, res->bytes / (res->t.median * 1e-3) / 1e9, res->floor_ms * 1e3,
-         100.0 * res->floor_ms / res->t.median);
-  if (r->ref_us > 0)
-    printf(" %8.1f %7.2fx\n", r->ref_us, r->ref_us / us);
+         x->t.min * 1e3, x->t.p90 * 1e3, x->bytes / (x->t.median * 1e-3) / 1e9, x->floor_ms * 1e3,
+         100.0 * x->floor_ms / x->t.median);
+  if (ref > 0)
+    printf(" %8.1f %7.2fx", ref, ref / us);
   else
-    printf(" %8s %8s\n", "-", "-");
+    printf(" %8s %8s", "-", "-");
+  const pass_result *det = &res->pass[PASS_BWD_DET];
+  if (p == PASS_BWD && det->ran) {
+    if (det->ok)
+      printf(" %9.1f %7.2fx", det->t.median * 1e3, det->t.median / x->t.median);
+    else
+      printf(" %9s %8s  (deterministic: %s)", "error", "-", det->error);
+  }
+  printf("\n");
   fflush(stdout);
 }
 
-static json_t *row_json(const bench_row *r, const row_result *res) {
+/* One pass as JSON (into j): variant, times, bytes, floor, the established time. */
+static void pass_json(json_t *j, const pass_result *x, double ref_us) {
   char spec[512];
+  json_object_set_new(j, "ok", json_boolean(x->ok));
+  if (!x->ok) {
+    json_object_set_new(j, "error", json_string(x->error));
+    return;
+  }
+  sf_variant_format(&x->variant, spec, sizeof spec);
+  json_object_set_new(j, "variant", json_string(spec));
+  json_object_set_new(j, "threads", json_integer(x->variant.threads));
+  json_object_set_new(j, "items", json_integer(x->variant.items));
+  json_object_set_new(j, "channels", json_integer(x->variant.channels));
+  json_object_set_new(j, "kernel_origin", json_string(cli_origin_text(x->origin)));
+  json_object_set_new(j, "kernel_load_ms", json_real(x->load_ms));
+  json_object_set_new(j, "input_sets", json_integer(x->sets));
+  json_object_set_new(j, "median_us", json_real(x->t.median * 1e3));
+  json_object_set_new(j, "min_us", json_real(x->t.min * 1e3));
+  json_object_set_new(j, "p90_us", json_real(x->t.p90 * 1e3));
+  json_object_set_new(j, "bytes", json_real(x->bytes));
+  json_object_set_new(j, "exps", json_real(x->exps));
+  json_object_set_new(j, "gb_per_s", json_real(x->bytes / (x->t.median * 1e-3) / 1e9));
+  json_object_set_new(j, "floor_us", json_real(x->floor_ms * 1e3));
+  json_object_set_new(j, "percent_of_floor", json_real(100.0 * x->floor_ms / x->t.median));
+  if (ref_us > 0) {
+    json_object_set_new(j, "established_us", json_real(ref_us));
+    json_object_set_new(j, "speedup", json_real(ref_us / (x->t.median * 1e3)));
+  }
+}
+
+/* A row: its shape, "ok" (every pass it timed ran), the forward's numbers at the top level
+ * (as before the backward was timed), the backward's in "backward" and, with
+ * --deterministic, "backward_deterministic" (with "cost": its time over the backward's). */
+static json_t *row_json(const bench_row *r, const row_result *res) {
   json_t *j = json_object();
   json_object_set_new(j, "batch", json_integer(r->batch));
   json_object_set_new(j, "dim", json_integer(r->dim));
@@ -392,35 +546,30 @@ static json_t *row_json(const bench_row *r, const row_result *res) {
   json_object_set_new(j, "dstate", json_integer(r->dstate));
   json_object_set_new(j, "z", json_boolean(r->z));
   json_object_set_new(j, "dtype", json_string(sf_dtype_name(r->dtype)));
-  json_object_set_new(j, "ok", json_boolean(res->ok));
-  if (!res->ok) {
-    json_object_set_new(j, "error", json_string(res->error));
-    return j;
-  }
-  sf_variant_format(&res->variant, spec, sizeof spec);
-  json_object_set_new(j, "variant", json_string(spec));
-  json_object_set_new(j, "threads", json_integer(res->variant.threads));
-  json_object_set_new(j, "items", json_integer(res->variant.items));
-  json_object_set_new(j, "channels", json_integer(res->variant.channels));
-  json_object_set_new(j, "kernel_origin", json_string(cli_origin_text(res->origin)));
-  json_object_set_new(j, "kernel_load_ms", json_real(res->load_ms));
-  json_object_set_new(j, "input_sets", json_integer(res->sets));
-  json_object_set_new(j, "median_us", json_real(res->t.median * 1e3));
-  json_object_set_new(j, "min_us", json_real(res->t.min * 1e3));
-  json_object_set_new(j, "p90_us", json_real(res->t.p90 * 1e3));
-  json_object_set_new(j, "bytes", json_real(res->bytes));
-  json_object_set_new(j, "exps", json_real(res->exps));
-  json_object_set_new(j, "gb_per_s", json_real(res->bytes / (res->t.median * 1e-3) / 1e9));
-  json_object_set_new(j, "floor_us", json_real(res->floor_ms * 1e3));
-  json_object_set_new(j, "percent_of_floor", json_real(100.0 * res->floor_ms / res->t.median));
-  if (r->ref_us > 0) {
-    json_object_set_new(j, "established_us", json_real(r->ref_us));
-    json_object_set_new(j, "speedup", json_real(r->ref_us / (res->t.median * 1e3)));
+  bool ok = true;
+  for (int p = 0; p < PASSES; p++) ok = ok && (!res->pass[p].ran || res->pass[p].ok);
+  if (res->pass[PASS_FWD].ran) pass_json(j, &res->pass[PASS_FWD], r->ref_us);
+  json_object_set_new(j, "ok", json_boolean(ok)); /* after: the forward's "ok" is the row's */
+  for (int p = PASS_BWD; p < PASSES; p++) {
+    if (!res->pass[p].ran) continue;
+    json_t *b = json_object();
+    pass_json(b, &res->pass[p], r->bwd_ref_us);
+    if (p == PASS_BWD_DET && res->pass[p].ok && res->pass[PASS_BWD].ok)
+      json_object_set_new(b, "cost", json_real(res->pass[p].t.median / res->pass[PASS_BWD].t.median));
+    json_object_set_new(j, pass_key[p], b);
   }
   return j;
 }
 
 /* ---- compile, cache and launch overheads ------------------------------------------- */
+
+/* "cold compile" + tag ("" for the forward, " bwd" for the backward), padded to the
+ * column the values start at. */
+static void print_label(const char *what, const char *tag) {
+  char text[64];
+  snprintf(text, sizeof text, "%s%s", what, tag);
+  printf("%-19s", text);
+}
 
 static int compare_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -428,7 +577,7 @@ static int compare_double(const void *a, const void *b) {
 }
 
 /* Generation + NVRTC for the device's target, no cache involved. */
-static void measure_cold_compile(gpu *g, const sf_variant *v, json_t *j) {
+static void measure_cold_compile(gpu *g, const sf_variant *v, const char *tag, json_t *j) {
   char *source = NULL;
   size_t length;
   sf_binary binary;
@@ -439,11 +588,13 @@ static void measure_cold_compile(gpu *g, const sf_variant *v, json_t *j) {
   double t2 = cli_now_ms();
   free(source);
   if (st != SF_OK) {
-    printf("cold compile       failed: %s\n", sf_last_error());
+    print_label("cold compile", tag);
+    printf("failed: %s\n", sf_last_error());
     json_object_set_new(j, "cold_compile_error", json_string(sf_last_error()));
     return;
   }
-  printf("cold compile       %.1f ms (generate %.1f ms, NVRTC %.1f ms; %zu bytes, %d registers)\n", t2 - t0,
+  print_label("cold compile", tag);
+  printf("%.1f ms (generate %.1f ms, NVRTC %.1f ms; %zu bytes, %d registers)\n", t2 - t0,
          t1 - t0, t2 - t1, binary.size, binary.registers);
   json_object_set_new(j, "cold_compile_ms", json_real(t2 - t0));
   json_object_set_new(j, "generate_ms", json_real(t1 - t0));
@@ -453,10 +604,11 @@ static void measure_cold_compile(gpu *g, const sf_variant *v, json_t *j) {
 
 /* A fresh cache on the same directory: open, generate, key, read and verify the entry
  * (median of 5), then the module load on top. */
-static void measure_disk_hit(gpu *g, const sf_variant *v, json_t *j) {
+static void measure_disk_hit(gpu *g, const sf_variant *v, const char *tag, json_t *j) {
   sf_cache_stats stats;
   if (sf_cache_stat(g->ctx->cache, &stats) != SF_OK || stats.memory_only) {
-    printf("disk-cache hit     n/a: the cache is memory-only this run\n");
+    print_label("disk-cache hit", tag);
+    printf("n/a: the cache is memory-only this run\n");
     return;
   }
   double hit[5], load[5];
@@ -478,7 +630,8 @@ static void measure_disk_hit(gpu *g, const sf_variant *v, json_t *j) {
     if (st == SF_OK) g->cu->ModuleUnload(module);
     sf_cache_close(cache);
     if (st != SF_OK) {
-      printf("disk-cache hit     failed: %s\n", sf_last_error());
+      print_label("disk-cache hit", tag);
+      printf("failed: %s\n", sf_last_error());
       return;
     }
     hit[n] = t1 - t0;
@@ -486,13 +639,14 @@ static void measure_disk_hit(gpu *g, const sf_variant *v, json_t *j) {
   }
   qsort(hit, 5, sizeof *hit, compare_double);
   qsort(load, 5, sizeof *load, compare_double);
-  printf("disk-cache hit     %.2f ms (open, generate, read, verify) + %.2f ms module load = %.2f ms\n", hit[2],
+  print_label("disk-cache hit", tag);
+  printf("%.2f ms (open, generate, read, verify) + %.2f ms module load = %.2f ms\n", hit[2],
          load[2], hit[2] + load[2]);
   json_object_set_new(j, "disk_hit_ms", json_real(hit[2]));
   json_object_set_new(j, "module_load_ms", json_real(load[2]));
 }
 
-static void measure_memory_hit(gpu *g, const sf_variant *v, json_t *j) {
+static void measure_memory_hit(gpu *g, const sf_variant *v, const char *tag, json_t *j) {
   enum { CALLS = 200000 };
   const sf_kernel *kernel;
   sf_kernel_origin origin = SF_KERNEL_COMPILED;
@@ -501,40 +655,59 @@ static void measure_memory_hit(gpu *g, const sf_variant *v, json_t *j) {
   for (int i = 0; i < CALLS && st == SF_OK; i++) st = sf_kernel_for_variant(g->ctx, v, &kernel, &origin);
   double ns = (cli_now_ms() - t0) * 1e6 / CALLS;
   if (st != SF_OK || origin != SF_KERNEL_LOADED) {
-    printf("in-process hit     failed: %s\n", st != SF_OK ? sf_last_error() : "the kernel was not found loaded");
+    print_label("in-process hit", tag);
+    printf("failed: %s\n", st != SF_OK ? sf_last_error() : "the kernel was not found loaded");
     return;
   }
-  printf("in-process hit     %.0f ns (sf_kernel_for_variant, mean of %d calls)\n", ns, CALLS);
+  print_label("in-process hit", tag);
+  printf("%.0f ns (sf_kernel_for_variant, mean of %d calls)\n", ns, CALLS);
   json_object_set_new(j, "memory_hit_ns", json_real(ns));
 }
 
-/* Host time of sf_scan_fwd on the smallest table row: queue many calls, then divide. */
-static void measure_host_launch(gpu *g, json_t *j) {
+typedef struct host_call {
+  sf_context *ctx;
+  bool backward;
+  sf_scan_fwd_args fwd;
+  sf_scan_bwd_args bwd;
+  sf_launch launch;
+} host_call;
+
+static sf_status host_call_run(const host_call *c) {
+  return c->backward ? sf_scan_bwd(c->ctx, &c->bwd, &c->launch) : sf_scan_fwd(c->ctx, &c->fwd, &c->launch);
+}
+
+/* Host time of sf_scan_fwd or sf_scan_bwd on the smallest table row: queue many calls,
+ * then divide. */
+static void measure_host_launch(gpu *g, bool backward, json_t *j) {
   enum { CALLS = 1000 };
+  const char *tag = backward ? " bwd" : "";
   const bench_row r = table[0];
   sf_measure_sets b;
-  sf_status st = buffers_alloc(g, &r, 1, &b);
+  sf_status st = buffers_alloc(g, &r, backward, 1, &b);
   if (st != SF_OK) {
-    printf("host launch        failed: %s\n", sf_last_error());
+    print_label("host launch", tag);
+    printf("failed: %s\n", sf_last_error());
     return;
   }
-  sf_launch launch = {.stream = g->timer.stream};
-  sf_scan_fwd_args args = sf_measure_fwd_args(&b, 0);
-  for (int i = 0; i < 100 && st == SF_OK; i++) st = sf_scan_fwd(g->ctx, &args, &launch);
+  host_call call = {.ctx = g->ctx, .backward = backward, .fwd = sf_measure_fwd_args(&b, 0),
+                    .bwd = sf_measure_bwd_args(&b, 0), .launch = {.stream = g->timer.stream}};
+  for (int i = 0; i < 100 && st == SF_OK; i++) st = host_call_run(&call);
   if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->timer.stream), "cuStreamSynchronize");
   double t0 = cli_now_ms();
-  for (int i = 0; i < CALLS && st == SF_OK; i++) st = sf_scan_fwd(g->ctx, &args, &launch);
+  for (int i = 0; i < CALLS && st == SF_OK; i++) st = host_call_run(&call);
   double us = (cli_now_ms() - t0) * 1e3 / CALLS;
   if (st == SF_OK) st = sf_cu_check(g->cu->StreamSynchronize(g->timer.stream), "cuStreamSynchronize");
   g->cu->StreamSynchronize(g->timer.stream);
   sf_measure_sets_free(g->cu, &b);
+  print_label("host launch", tag);
   if (st != SF_OK) {
-    printf("host launch        failed: %s\n", sf_last_error());
+    printf("failed: %s\n", sf_last_error());
     return;
   }
   char label[96];
   row_label(&r, label, sizeof label);
-  printf("host launch        %.2f us per sf_scan_fwd (%s fp32, %d calls queued, no sync between)\n", us, label, CALLS);
+  printf("%.2f us per %s (%s fp32, %d calls queued, no sync between)\n", us,
+         backward ? "sf_scan_bwd" : "sf_scan_fwd", label, CALLS);
   json_object_set_new(j, "host_launch_us", json_real(us));
 }
 
@@ -545,23 +718,37 @@ typedef struct bench_options {
   sf_dtype dtypes[3];
   int ndtypes; /* 0: not given */
   long long reps, warmup;
+  bool forward, backward; /* the passes to time (--forward-only, --backward-only) */
+  bool deterministic;     /* the backward's deterministic mode too */
 } bench_options;
 
 static int parse(int argc, char **argv, bench_options *o) {
-  enum { OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP, OPT_SPEC, OPT_TUNED, OPT_UNTUNED };
+  enum {
+    OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP, OPT_SPEC, OPT_BWD_SPEC, OPT_TUNED, OPT_UNTUNED,
+    OPT_FORWARD_ONLY, OPT_BACKWARD_ONLY, OPT_DETERMINISTIC
+  };
   static const struct option options[] = {
       {"rows", required_argument, NULL, OPT_ROWS}, {"dtype", required_argument, NULL, OPT_DTYPE},
       {"json", required_argument, NULL, OPT_JSON}, {"reps", required_argument, NULL, OPT_REPS},
       {"warmup", required_argument, NULL, OPT_WARMUP}, {"spec", required_argument, NULL, OPT_SPEC},
+      {"bwd-spec", required_argument, NULL, OPT_BWD_SPEC},
       {"tuned", no_argument, NULL, OPT_TUNED}, {"untuned", no_argument, NULL, OPT_UNTUNED},
+      {"forward-only", no_argument, NULL, OPT_FORWARD_ONLY},
+      {"backward-only", no_argument, NULL, OPT_BACKWARD_ONLY},
+      {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
+  bool forward_only = false, backward_only = false;
   optind = 1;
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, ":h", options, NULL)) != -1;) {
     switch (c) {
       case OPT_ROWS: o->rows_path = optarg; break;
+      case OPT_BWD_SPEC: launch_bwd_spec = optarg; break;
+      case OPT_FORWARD_ONLY: forward_only = true; break;
+      case OPT_BACKWARD_ONLY: backward_only = true; break;
+      case OPT_DETERMINISTIC: o->deterministic = true; break;
       case OPT_DTYPE:
         if (!parse_dtypes(optarg, o->dtypes, &o->ndtypes))
           return usage_error("--dtype: expected a comma-separated list of distinct fp32, fp16, bf16, got '%s'", optarg);
@@ -586,15 +773,25 @@ static int parse(int argc, char **argv, bench_options *o) {
     }
   }
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  if (forward_only && backward_only)
+    return usage_error("--forward-only and --backward-only: %s", "give one of them (neither times both)");
+  o->forward = !backward_only;
+  o->backward = !forward_only;
+  if (forward_only && o->deterministic)
+    return usage_error("--deterministic: %s", "a mode of the backward, which --forward-only leaves out");
+  if (forward_only && launch_bwd_spec)
+    return usage_error("--bwd-spec: %s", "chooses the backward's launch, which --forward-only leaves out");
+  if (backward_only && launch_spec)
+    return usage_error("--spec: %s", "chooses the forward's launch, which --backward-only leaves out (--bwd-spec: the backward's)");
   return -1;
 }
 
-/* The variant a row's call runs. */
-static sf_status row_variant(const bench_row *r, sf_variant *v) {
+/* The variant a row's forward or backward runs (the tuned or heuristic choice). */
+static sf_status row_variant(const bench_row *r, bool backward, sf_variant *v) {
   sf_check_shape shape = {.batch = r->batch, .dim = r->dim, .seqlen = r->seqlen, .dstate = r->dstate,
                           .groups = 1, .dtype = r->dtype, .z = r->z, .D = true, .delta_bias = true,
                           .softplus = true};
-  return cli_check_variant(&shape, NULL, v);
+  return backward ? cli_check_bwd_variant(&shape, NULL, v) : cli_check_variant(&shape, NULL, v);
 }
 
 static void print_device(const gpu *g, const bench_options *o, size_t copy_bytes, json_t *root) {
@@ -611,9 +808,13 @@ static void print_device(const gpu *g, const bench_options *o, size_t copy_bytes
          o->reps, o->warmup,
          g->timer.spin ? "each launch queued behind a 100 us spin kernel (host enqueue time kept out)"
                  : "no spin kernel (it did not load): small rows include host enqueue time");
-  printf("configurations     %s\n", launch_spec     ? "--spec for every row"
-                                    : launch_untuned ? "heuristics (--untuned)"
-                                                     : "tuning database, else heuristics (--tuned)");
+  printf("configurations     %s%s\n", launch_spec || launch_bwd_spec ? "--spec/--bwd-spec where given, else " : "",
+         launch_untuned ? "heuristics (--untuned)" : "tuning database, else heuristics (--tuned)");
+  printf("passes             %s%s\n",
+         o->forward && o->backward ? "forward; backward on a forward's saved states, dout random"
+         : o->forward              ? "forward (--forward-only)"
+                                   : "backward on a forward's saved states, dout random (--backward-only)",
+         o->deterministic ? "\n                   and the backward's deterministic mode (--deterministic)" : "");
   json_t *device = json_object();
   json_object_set_new(device, "name", json_string(g->info.name));
   json_object_set_new(device, "cc", json_integer(g->info.cc_major * 10 + g->info.cc_minor));
@@ -631,46 +832,93 @@ static void print_device(const gpu *g, const bench_options *o, size_t copy_bytes
   json_object_set_new(root, "warmup", json_integer(o->warmup));
   json_object_set_new(root, "spin_kernel", json_boolean(g->timer.spin != NULL));
   json_object_set_new(root, "tuned", json_boolean(!launch_untuned && !launch_spec));
+  json_object_set_new(root, "untuned", json_boolean(launch_untuned));
+  if (launch_spec) json_object_set_new(root, "spec", json_string(launch_spec));
+  if (launch_bwd_spec) json_object_set_new(root, "bwd_spec", json_string(launch_bwd_spec));
+  json_t *passes = json_array();
+  if (o->forward) json_array_append_new(passes, json_string(pass_key[PASS_FWD]));
+  if (o->backward) json_array_append_new(passes, json_string(pass_key[PASS_BWD]));
+  if (o->deterministic) json_array_append_new(passes, json_string(pass_key[PASS_BWD_DET]));
+  json_object_set_new(root, "passes", passes);
 }
 
-/* Everything after the GPU is set up; returns how many rows failed. */
+/* The first row's variant of a pass stands for compile and cache costs: compiled cold
+ * before the rows publish it (read back from the disk after, by measure_cached). */
+static bool first_variant(gpu *g, const row_list *rows, bool backward, json_t *j, sf_variant *v) {
+  const char *tag = backward ? " bwd" : "";
+  char spec[512] = "";
+  const bool have = row_variant(&rows->rows[0], backward, v) == SF_OK;
+  if (have) sf_variant_format(v, spec, sizeof spec);
+  print_label("variant", tag);
+  printf("%s (first row)\n", have ? spec : sf_last_error());
+  if (have) {
+    json_object_set_new(j, "variant", json_string(spec));
+    measure_cold_compile(g, v, tag, j);
+  }
+  return have;
+}
+
+static void measure_cached(gpu *g, bool have, const sf_variant *v, bool backward, json_t *j) {
+  const char *tag = backward ? " bwd" : "";
+  if (have) {
+    measure_disk_hit(g, v, tag, j);
+    measure_memory_hit(g, v, tag, j);
+  }
+  measure_host_launch(g, backward, j);
+}
+
+/* Everything after the GPU is set up; returns how many rows failed (any of their passes). */
 static int bench_all(gpu *g, const bench_options *o, const row_list *rows, json_t *root) {
-  json_t *overheads = json_object(), *jrows = json_array();
-  json_object_set_new(root, "overheads", overheads);
+  json_t *overheads = json_object(), *bwd_overheads = json_object(), *jrows = json_array();
+  json_object_set_new(root, "overheads", overheads); /* the forward's at the top, as before */
+  if (o->backward) json_object_set_new(overheads, "backward", bwd_overheads);
+  else json_decref(bwd_overheads);
   json_object_set_new(root, "rows", jrows);
 
-  /* The first row's variant stands for compile and cache costs: compiled cold before the
-   * rows publish it, read back from the disk after. */
-  sf_variant first;
-  const bool have_first = row_variant(&rows->rows[0], &first) == SF_OK;
-  char spec[512] = "";
-  if (have_first) sf_variant_format(&first, spec, sizeof spec);
-  printf("\nvariant            %s (first row)\n", have_first ? spec : sf_last_error());
-  if (have_first) {
-    json_object_set_new(overheads, "variant", json_string(spec));
-    measure_cold_compile(g, &first, overheads);
-  }
-
+  sf_variant fwd_first, bwd_first;
+  bool have_fwd = false, have_bwd = false;
   printf("\n");
-  print_table_header();
+  if (o->forward) have_fwd = first_variant(g, rows, false, overheads, &fwd_first);
+  if (o->backward) have_bwd = first_variant(g, rows, true, bwd_overheads, &bwd_first);
+
+  row_result *results = calloc((size_t)rows->count, sizeof *results);
+  if (!results) {
+    cli_fail("bench", "out of memory");
+    return rows->count;
+  }
+  if (o->forward) {
+    printf("\n");
+    print_table_header(PASS_FWD, false);
+    for (int i = 0; i < rows->count; i++) {
+      time_forward(g, &rows->rows[i], (int)o->reps, (int)o->warmup, &results[i].pass[PASS_FWD]);
+      print_row(&rows->rows[i], &results[i], PASS_FWD);
+    }
+  }
+  if (o->backward) {
+    printf("\n");
+    print_table_header(PASS_BWD, o->deterministic);
+    for (int i = 0; i < rows->count; i++) {
+      time_backward(g, &rows->rows[i], (int)o->reps, (int)o->warmup, o->deterministic, &results[i]);
+      print_row(&rows->rows[i], &results[i], PASS_BWD);
+    }
+  }
+  printf("(ref us: the established implementation on an H200, performance.md; compare on the same GPU.\n"
+         " floor us = max(bytes / copy bandwidth, exps / exp2 rate), exps = B*D*L*N.%s%s)\n\n",
+         o->backward ? "\n backward bytes: u, delta, z, dout, B, C (in T), A, D, delta_bias, saved states read once;\n"
+                       " du, ddelta, dz (in T), dB, dC (fp32), dA, dD, ddelta_bias written once." : "",
+         o->deterministic ? "\n det cost: the deterministic mode's time over the default backward's." : "");
+
   int failures = 0;
   for (int i = 0; i < rows->count; i++) {
-    row_result res = {0};
-    res.ok = time_row(g, &rows->rows[i], (int)o->reps, (int)o->warmup, &res) == SF_OK;
-    if (!res.ok) {
-      snprintf(res.error, sizeof res.error, "%s", sf_last_error());
-      failures++;
-    }
-    print_row(&rows->rows[i], &res);
-    json_array_append_new(jrows, row_json(&rows->rows[i], &res));
+    bool ok = true;
+    for (int p = 0; p < PASSES; p++) ok = ok && (!results[i].pass[p].ran || results[i].pass[p].ok);
+    failures += !ok;
+    json_array_append_new(jrows, row_json(&rows->rows[i], &results[i]));
   }
-  printf("(ref us: the established implementation on an H200, performance.md; compare on the same GPU)\n\n");
+  free(results);
 
-  if (have_first) {
-    measure_disk_hit(g, &first, overheads);
-    measure_memory_hit(g, &first, overheads);
-  }
-  measure_host_launch(g, overheads);
+  if (o->forward) measure_cached(g, have_fwd, &fwd_first, false, overheads);
+  if (o->backward) measure_cached(g, have_bwd, &bwd_first, true, bwd_overheads);
   return failures;
 }
 

@@ -265,6 +265,9 @@ Test(cli_bench, small_rows_file_on_the_gpu, .timeout = 300) {
   cr_expect_not_null(strstr(out, "copy bandwidth"), "%s", out);
   cr_expect_not_null(strstr(out, "64,160,196,8         bf16"), "%s", out);
   cr_expect_not_null(strstr(out, "host launch"), "%s", out);
+  cr_expect_not_null(strstr(out, "\nforward\n"), "%s", out);
+  cr_expect_not_null(strstr(out, "\nbackward (every gradient"), "%s", out);
+  cr_expect_not_null(strstr(out, "host launch bwd"), "%s", out);
   free(out);
   json_error_t error;
   json_t *root = json_load_file(json, 0, &error);
@@ -275,7 +278,54 @@ Test(cli_bench, small_rows_file_on_the_gpu, .timeout = 300) {
     json_t *row = json_array_get(rows_json, i);
     cr_expect(json_is_true(json_object_get(row, "ok")), "row %zu failed", i);
     cr_expect_gt(json_real_value(json_object_get(row, "median_us")), 0.0);
+    json_t *backward = json_object_get(row, "backward");
+    cr_assert_not_null(backward, "row %zu has no backward", i);
+    cr_expect(json_is_true(json_object_get(backward, "ok")), "row %zu: backward failed", i);
+    cr_expect_gt(json_real_value(json_object_get(backward, "median_us")), 0.0);
+    cr_expect_gt(json_real_value(json_object_get(backward, "floor_us")), 0.0);
+    /* the backward reads and writes more than the forward */
+    cr_expect_gt(json_real_value(json_object_get(backward, "bytes")), json_real_value(json_object_get(row, "bytes")));
+    cr_expect_null(json_object_get(row, "backward_deterministic"), "row %zu: not asked for", i);
   }
+  /* the table's row 1,4,16,4 fp32 has the established backward time */
+  json_t *first = json_object_get(json_array_get(rows_json, 0), "backward");
+  cr_expect_eq(json_real_value(json_object_get(first, "established_us")), 41.2);
+  cr_expect_not_null(json_object_get(json_object_get(root, "overheads"), "backward"));
+  json_decref(root);
+  char command[600];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  cr_expect_eq(system(command), 0);
+}
+
+Test(cli_bench, backward_only_deterministic_on_the_gpu, .timeout = 300) {
+  if (!have_gpu()) cr_skip_test("no CUDA GPU: bench cannot run here");
+  char dir[] = "/tmp/sf_cli_bench_XXXXXX", rows[512], json[512], args[1200], *out;
+  write_temp(dir, "rows.txt", "64,160,196,8,bf16\n2,64,300,16,z,fp32\n", rows, sizeof rows);
+  snprintf(json, sizeof json, "%s/bench.json", dir);
+  snprintf(args, sizeof args, "bench --rows '%s' --reps 5 --warmup 2 --backward-only --deterministic --json '%s'",
+           rows, json);
+  int status = run_cli(args, &out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_null(strstr(out, "\nforward\n"), "--backward-only timed the forward:\n%s", out);
+  cr_expect_not_null(strstr(out, "det cost"), "%s", out);
+  free(out);
+  json_error_t error;
+  json_t *root = json_load_file(json, 0, &error);
+  cr_assert_not_null(root, "%s: %s", json, error.text);
+  json_t *rows_json = json_object_get(root, "rows");
+  cr_expect_eq(json_array_size(rows_json), 2);
+  for (size_t i = 0; i < json_array_size(rows_json); i++) {
+    json_t *row = json_array_get(rows_json, i);
+    cr_expect(json_is_true(json_object_get(row, "ok")), "row %zu failed", i);
+    cr_expect_null(json_object_get(row, "median_us"), "row %zu: the forward was timed", i);
+    json_t *det = json_object_get(row, "backward_deterministic");
+    cr_assert_not_null(det, "row %zu: no deterministic backward", i);
+    cr_expect_gt(json_real_value(json_object_get(det, "cost")), 0.0);
+    cr_expect_not_null(strstr(json_string_value(json_object_get(det, "variant")), "deterministic=1"));
+  }
+  /* 64,160,196,8 bf16 is a table row */
+  cr_expect_eq(json_real_value(json_object_get(json_object_get(json_array_get(rows_json, 0), "backward"),
+                                               "established_us")), 166.7);
   json_decref(root);
   char command[600];
   snprintf(command, sizeof command, "rm -rf '%s'", dir);
@@ -288,6 +338,11 @@ Test(cli_bench, usage_errors_exit_2_before_looking_for_a_gpu) {
   expect_run("bench --dtype fp64", 2, "--dtype");
   expect_run("bench --rows /nonexistent/rows.txt", 2, "--rows");
   expect_run("bench --json", 2, "--json");
+  expect_run("bench --forward-only --backward-only", 2, "--forward-only and --backward-only");
+  expect_run("bench --forward-only --deterministic", 2, "--deterministic");
+  expect_run("bench --forward-only --bwd-spec threads=64,items=8", 2, "--bwd-spec");
+  expect_run("bench --backward-only --spec threads=32", 2, "--spec");
+  expect_run("bench --bwd-spec", 2, "--bwd-spec");
   char dir[] = "/tmp/sf_cli_bench_XXXXXX", rows[512], args[600];
   write_temp(dir, "rows.txt", "# fine\n1,4,16,4\n8,1536,2048\n", rows, sizeof rows);
   snprintf(args, sizeof args, "bench --rows '%s'", rows);
@@ -298,4 +353,10 @@ Test(cli_bench, usage_errors_exit_2_before_looking_for_a_gpu) {
 
 Test(cli_bench, help_documents_the_rows_format) {
   expect_run("bench --help", 0, "batch,dim,L,N[,z][,dtype]");
+}
+
+Test(cli_bench, help_documents_the_backward) {
+  const char *words[] = {"--backward-only", "--forward-only", "--deterministic", "--bwd-spec",
+                         "dout", "saved states", "ddelta_bias"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) expect_run("bench --help", 0, words[i]);
 }
