@@ -1,6 +1,7 @@
 /* test_cli_check.c: `scanforge check` (forward and --backward), `demo` and `bench` as a user runs them, on a machine with or without a GPU. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +328,103 @@ Test(cli_bench, backward_only_deterministic_on_the_gpu, .timeout = 300) {
   cr_expect_eq(json_real_value(json_object_get(json_object_get(json_array_get(rows_json, 0), "backward"),
                                                "established_us")), 166.7);
   json_decref(root);
+  char command[600];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  cr_expect_eq(system(command), 0);
+}
+
+/* ---- bench through the pretend driver (tests/fake_cuda): the host-side flow, any machine */
+
+/* Runs bench on the pretend driver with a fresh cache; the JSON it wrote is parsed into
+ * *root (NULL if none). Returns the exit status; *output as run_cli. */
+static int run_fake_bench(const char *dir, const char *options, char **output, json_t **root) {
+  char env[1024], json[600], args[1600];
+  snprintf(env, sizeof env, "SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ", SCANFORGE_FAKE_CUDA_PATH,
+           dir);
+  snprintf(json, sizeof json, "%s/bench.json", dir);
+  remove(json);
+  snprintf(args, sizeof args, "bench --rows '%s/rows.txt' --reps 3 --warmup 1 --json '%s' %s", dir, json, options);
+  int status = run_env(env, args, output);
+  json_error_t error;
+  *root = json_load_file(json, 0, &error);
+  return status;
+}
+
+static double number(json_t *object, const char *key) { return json_number_value(json_object_get(object, key)); }
+
+Test(cli_bench, pretend_driver_both_passes_and_the_backward_floor, .timeout = 300) {
+  char dir[] = "/tmp/sf_cli_fake_XXXXXX", rows[512], *out;
+  write_temp(dir, "rows.txt", "1,4,16,4,fp32\n2,64,300,16,z,bf16\n", rows, sizeof rows);
+  json_t *root;
+  int status = run_fake_bench(dir, "--deterministic", &out, &root);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_not_null(strstr(out, "Fake GPU"), "%s", out);
+  cr_expect_not_null(strstr(out, "\nforward\n"), "%s", out);
+  cr_expect_not_null(strstr(out, "\nbackward (every gradient"), "%s", out);
+  cr_expect_not_null(strstr(out, "det cost"), "%s", out);
+  cr_expect_not_null(strstr(out, "cold compile bwd"), "%s", out);
+  cr_expect_not_null(strstr(out, "host launch bwd"), "%s", out);
+  free(out);
+  cr_assert_not_null(root, "no JSON written");
+  json_t *passes = json_object_get(root, "passes");
+  cr_expect_eq(json_array_size(passes), 3);
+  cr_expect_str_eq(json_string_value(json_array_get(passes, 2)), "backward_deterministic");
+  cr_expect_not_null(json_object_get(json_object_get(json_object_get(root, "overheads"), "backward"), "host_launch_us"));
+  json_t *rows_json = json_object_get(root, "rows");
+  cr_assert_eq(json_array_size(rows_json), 2);
+  json_t *tiny = json_array_get(rows_json, 0), *gated = json_array_get(rows_json, 1);
+  cr_expect(json_is_true(json_object_get(tiny, "ok")));
+  cr_expect(json_is_true(json_object_get(gated, "ok")));
+  cr_expect_eq(number(tiny, "established_us"), 13.2);
+  cr_expect_eq(number(json_object_get(tiny, "backward"), "established_us"), 41.2);
+  cr_expect_null(json_object_get(json_object_get(gated, "backward"), "established_us"), "not a table row");
+  /* 2,64,300,16,z bf16: 38400 elements of u; B and C 9600 each; one saved state per row.
+   * forward: u, delta, z, out (2 bytes) + B, C (2 bytes) + A, D, bias, last_state, saved (4 bytes)
+   * backward: u, delta, z, dout, du, ddelta, dz (2 bytes) + B, C (2 bytes) + dB, dC (4 bytes)
+   *           + A, dA, D, dD, bias, dbias, saved (4 bytes) */
+  const double fwd = 4 * 38400 * 2 + 2 * 9600 * 2 + (1024 + 64 + 64 + 2048 + 2048) * 4;
+  const double bwd = 7 * 38400 * 2 + 2 * 9600 * 2 + 2 * 9600 * 4 + (2 * 1024 + 4 * 64 + 2048) * 4;
+  cr_expect_eq(number(gated, "bytes"), fwd);
+  json_t *backward = json_object_get(gated, "backward"), *det = json_object_get(gated, "backward_deterministic");
+  cr_expect_eq(number(backward, "bytes"), bwd);
+  cr_expect_eq(number(backward, "exps"), 2.0 * 64 * 300 * 16);
+  /* floor = max(bytes / copy bandwidth, exps / exp2 rate) */
+  const double copy = number(root, "copy_bandwidth_gb_per_s") * 1e9, exp2 = number(root, "exp2_per_s");
+  const double floor_us = 1e6 * fmax(bwd / copy, 2.0 * 64 * 300 * 16 / exp2);
+  cr_expect(fabs(number(backward, "floor_us") - floor_us) <= 1e-3 * floor_us, "floor %g, expected %g",
+            number(backward, "floor_us"), floor_us);
+  cr_expect_not_null(strstr(json_string_value(json_object_get(backward, "variant")), "op=bwd,"));
+  cr_expect_not_null(strstr(json_string_value(json_object_get(det, "variant")), "deterministic=1"));
+  cr_expect_gt(number(det, "cost"), 0.0);
+  json_decref(root);
+
+  /* --backward-only: no forward numbers; a --bwd-spec that fits one row fails the other */
+  status = run_fake_bench(dir, "--backward-only --bwd-spec threads=64,items=8,channels=2", &out, &root);
+  cr_expect_eq(status, 1, "%s", out);
+  cr_expect_null(strstr(out, "\nforward\n"), "%s", out);
+  cr_expect_not_null(strstr(out, "must equal the state interval 64"), "%s", out);
+  cr_expect_not_null(strstr(out, "1 row failed"), "%s", out);
+  free(out);
+  cr_assert_not_null(root, "no JSON written");
+  rows_json = json_object_get(root, "rows");
+  tiny = json_array_get(rows_json, 0), gated = json_array_get(rows_json, 1);
+  cr_expect(json_is_false(json_object_get(tiny, "ok")));
+  cr_expect_null(json_object_get(tiny, "median_us"));
+  cr_expect_not_null(json_object_get(json_object_get(tiny, "backward"), "error"));
+  cr_expect(json_is_true(json_object_get(gated, "ok")));
+  cr_expect_eq(json_integer_value(json_object_get(json_object_get(gated, "backward"), "channels")), 2);
+  json_decref(root);
+
+  /* --forward-only: no backward */
+  status = run_fake_bench(dir, "--forward-only", &out, &root);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_null(strstr(out, "\nbackward"), "%s", out);
+  free(out);
+  cr_assert_not_null(root, "no JSON written");
+  cr_expect_null(json_object_get(json_array_get(json_object_get(root, "rows"), 1), "backward"));
+  cr_expect_null(json_object_get(json_object_get(root, "overheads"), "backward"));
+  json_decref(root);
+
   char command[600];
   snprintf(command, sizeof command, "rm -rf '%s'", dir);
   cr_expect_eq(system(command), 0);

@@ -1,0 +1,250 @@
+/* fake_libcuda.c: a pretend CUDA driver, for tests of host-side control flow on machines
+ * without a GPU (load it with SCANFORGE_CUDA_LIBRARY). It defines the entry points that
+ * runtime/cuda_driver.c resolves, under the names cuda.h maps them to. Device memory is
+ * host memory (allocations above 64 MiB fail, so a bandwidth probe stays small), kernels
+ * do nothing, events read the host's clock, one device: "Fake GPU", cc 9.0, 132 SMs.
+ * Nothing it "computes" means anything: only that calls were made in a valid order with
+ * valid arguments. $FAKE_CUDA_REPORT set: launches and live allocations printed at exit. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAX_ALLOC = 64 << 20 };
+
+static __thread CUcontext current;
+static int primary_context;
+static long launches, live_allocations;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static void *at(CUdeviceptr p) { return (void *)(uintptr_t)p; }
+
+CUresult CUDAAPI cuInit(unsigned int flags) { return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+CUresult CUDAAPI cuDriverGetVersion(int *version) {
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char **name) {
+  *name = error == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char **text) {
+  *text = error == CUDA_SUCCESS ? "no error" : "an error of the pretend driver";
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+CUresult CUDAAPI cuDeviceGetCount(int *count) {
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetName(char *name, int length, CUdevice device) {
+  snprintf(name, (size_t)length, "Fake GPU");
+  return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+CUresult CUDAAPI cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device) {
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1980000; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 60 << 20; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 48 << 10; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 227 << 10; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 228 << 10; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *value = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 3201000; break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 6144; break;
+    default: *value = 1; break;
+  }
+  return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice device) {
+  *bytes = (size_t)80 << 30;
+  return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
+  *context = (CUcontext)&primary_context;
+  return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device) { return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *context) {
+  *context = current;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
+  current = context;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
+  *device = 0;
+  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult CUDAAPI cuCtxSynchronize(void) { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+
+/* A module is a small allocation; its one function is the module itself. */
+CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
+  if (!image) return CUDA_ERROR_INVALID_VALUE;
+  *module = malloc(16);
+  return *module ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count, CUjit_option *options,
+                                    void **values) {
+  (void)count, (void)options, (void)values;
+  return cuModuleLoadData(module, image);
+}
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  free(module);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
+  if (!module || !name) return CUDA_ERROR_INVALID_VALUE;
+  *function = (CUfunction)module;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction function) {
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 64; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 90; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
+    default: *value = 0; break;
+  }
+  return function ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value) {
+  (void)attribute, (void)value;
+  return function ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+/* Launches are checked against the limits of a real GPU, then counted. */
+CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+                                unsigned int block_x, unsigned int block_y, unsigned int block_z,
+                                unsigned int shared_bytes, CUstream stream, void **params, void **extra) {
+  (void)stream, (void)extra;
+  if (!function || (!params && !extra) || !grid_x || !grid_y || !grid_z || !block_x || !block_y || !block_z ||
+      (unsigned long long)block_x * block_y * block_z > 1024 || grid_y > 65535 || grid_z > 65535 ||
+      shared_bytes > (227u << 10))
+    return CUDA_ERROR_INVALID_VALUE;
+  launches++;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *ptr, size_t bytes) {
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void *memory = bytes <= MAX_ALLOC ? malloc(bytes) : NULL;
+  if (!memory) return CUDA_ERROR_OUT_OF_MEMORY;
+  live_allocations++;
+  *ptr = (CUdeviceptr)(uintptr_t)memory;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
+  if (ptr) live_allocations--;
+  free(at(ptr));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
+  memcpy(at(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t bytes) {
+  memcpy(dst, at(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  memmove(at(dst), at(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  (void)stream;
+  return cuMemcpyDtoD(dst, src, bytes);
+}
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
+  memset(at(dst), value, count);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t count) {
+  unsigned int *p = at(dst);
+  for (size_t i = 0; i < count; i++) p[i] = value;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) {
+  (void)stream;
+  return cuMemsetD8(dst, value, count);
+}
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream) {
+  (void)stream;
+  return cuMemsetD32(dst, value, count);
+}
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, CUstream stream) {
+  (void)stream;
+  return cuMemAlloc(ptr, bytes);
+}
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr ptr, CUstream stream) {
+  (void)stream;
+  return cuMemFree(ptr);
+}
+/* Every pointer is device memory, none managed. */
+CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  (void)ptr;
+  *(unsigned int *)data = attribute == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ? CU_MEMORYTYPE_DEVICE : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream *stream, unsigned int flags) {
+  (void)flags;
+  *stream = malloc(16);
+  return *stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
+  free(stream);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
+  (void)stream;
+  return CUDA_SUCCESS;
+}
+
+/* An event holds the host time it was recorded at. */
+CUresult CUDAAPI cuEventCreate(CUevent *event, unsigned int flags) {
+  (void)flags;
+  *event = calloc(1, sizeof(double));
+  return *event ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
+  (void)stream;
+  *(double *)(void *)event = now_ms();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventSynchronize(CUevent event) { return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  double t = *(double *)(void *)end - *(double *)(void *)start;
+  *ms = (float)(t > 1e-4 ? t : 1e-4);
+  return CUDA_SUCCESS;
+}
+#ifdef cuEventElapsedTime /* cuda.h maps it to _v2 (CUDA 12.8 on): the old name too */
+#undef cuEventElapsedTime
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end);
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) { return cuEventElapsedTime_v2(ms, start, end); }
+#endif
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  free(event);
+  return CUDA_SUCCESS;
+}
+
+__attribute__((destructor)) static void report(void) {
+  if (getenv("FAKE_CUDA_REPORT"))
+    fprintf(stderr, "fake cuda: %ld launches, %ld live allocations at exit\n", launches, live_allocations);
+}
