@@ -13,6 +13,7 @@ foreach(path IN LISTS files)
   # One C string literal per line of the file.
   string(REPLACE "\\" "\\\\" text "${text}")
   string(REPLACE "\"" "\\\"" text "${text}")
+  string(REPLACE "?" "\\?" text "${text}") # no trigraphs in -std=c11
   string(REPLACE "\n" "\\n\"\n    \"" text "${text}")
   string(APPEND body "static const char defaults_${count}[] =\n    \"${text}\";\n")
   string(APPEND table "  {\"${name}\", defaults_${count}, ${size}},\n")
