@@ -1,0 +1,182 @@
+/* test_cmd_tune.c: `scanforge tune` as a user runs it without a GPU: usage, --list, --report, --export-defaults, and the host flow on a pretend driver. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tuning/database.h"
+
+/* Runs the CLI with `args` after `env` ("VAR=x ", may be ""), stdout and stderr together
+ * into *output (free it); returns the exit status. */
+static int run_env(const char *env, const char *args, char **output) {
+  char command[4096];
+  snprintf(command, sizeof command, "%s'%s' %s 2>&1", env, SCANFORGE_CLI_PATH, args);
+  FILE *pipe = popen(command, "r");
+  cr_assert_not_null(pipe, "cannot run %s", command);
+  size_t length = 0, capacity = 1 << 20;
+  char *text = malloc(capacity);
+  for (size_t got; (got = fread(text + length, 1, capacity - length - 1, pipe)) > 0;) length += got;
+  text[length] = '\0';
+  int status = pclose(pipe);
+  *output = text;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Without a driver, whatever this machine has: the GPU-less paths. */
+static const char no_gpu[] = "SCANFORGE_CUDA_LIBRARY=/nonexistent/libcuda.so.1 ";
+
+static void expect_run(const char *args, int code, const char *needle) {
+  char *out;
+  int status = run_env(no_gpu, args, &out);
+  cr_expect_eq(status, code, "scanforge %s: exit %d, expected %d:\n%s", args, status, code, out);
+  cr_expect_not_null(strstr(out, needle), "scanforge %s: no '%s' in:\n%s", args, needle, out);
+  free(out);
+}
+
+static char *temp_dir(void) {
+  char *dir = strdup("/tmp/sf_cmd_tune_XXXXXX");
+  cr_assert(mkdtemp(dir));
+  return dir;
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  cr_assert(f, "cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+static int count_lines(const char *text) {
+  int n = 0;
+  for (const char *p = text; *p; p++) n += *p == '\n';
+  return n;
+}
+
+Test(cmd_tune, help_and_bad_usage) {
+  expect_run("tune --help", 0, "--budget SECONDS");
+  expect_run("tune --reps 5", 2, "--reps");
+  expect_run("tune --op sideways", 2, "--op");
+  expect_run("tune --budget -3", 2, "--budget");
+  expect_run("tune --list --report", 2, "one at a time");
+  expect_run("tune --entries /nonexistent/entries.txt", 2, "cannot read");
+  expect_run("tune extra", 2, "unexpected argument");
+  char *dir = temp_dir(), path[512], args[1024];
+  snprintf(path, sizeof path, "%s/bad.txt", dir);
+  write_text(path, "64,160,196,8\n64,160,196,8 threads=32\n");
+  snprintf(args, sizeof args, "tune --list --entries %s", path);
+  expect_run(args, 2, "bad.txt:2");
+}
+
+Test(cmd_tune, list_prints_the_grid_and_entries_files) {
+  char *out;
+  cr_assert_eq(run_env(no_gpu, "tune --list", &out), 0, "%s", out);
+  const int all = count_lines(out);
+  cr_expect(strstr(out, "64,160,196,8 op=fwd,dtype=fp32"), "%s", out);
+  cr_expect(strstr(out, "8,1536,2048,16 op=bwd,dtype=bf16,z=1"), "%s", out);
+  free(out);
+  cr_assert_eq(run_env(no_gpu, "tune --list --op fwd", &out), 0, "%s", out);
+  cr_expect_eq(count_lines(out) * 2, all, "half of the grid is the forward");
+  cr_expect_null(strstr(out, "op=bwd"));
+  free(out);
+  char *dir = temp_dir(), path[512], args[1024];
+  snprintf(path, sizeof path, "%s/entries.txt", dir);
+  write_text(path, "# mine\n2,64,100,16,2 op=bwd,dtype=bf16\n1,8,16,4\n");
+  snprintf(args, sizeof args, "tune --list --entries %s", path);
+  cr_assert_eq(run_env(no_gpu, args, &out), 0, "%s", out);
+  cr_expect_eq(count_lines(out), 2, "%s", out);
+  cr_expect(strstr(out, "2,64,100,16,2 op=bwd,dtype=bf16"), "%s", out);
+  free(out);
+  /* Without a GPU there is nothing to tune on. */
+  snprintf(args, sizeof args, "tune --entries %s --db %s/db.json", path, dir);
+  expect_run(args, 1, "needs a CUDA GPU");
+}
+
+/* A database written through the library, reported and exported by the CLI. */
+Test(cmd_tune, report_and_export_read_the_database) {
+  char *dir = temp_dir(), db_path[512], png[512], exported[512], args[2048];
+  snprintf(db_path, sizeof db_path, "%s/tuning.json", dir);
+  snprintf(png, sizeof png, "%s/plot.png", dir);
+  snprintf(exported, sizeof exported, "%s/h100.json", dir);
+  sf_tune_gpu gpu = {.name = "NVIDIA H100 80GB HBM3", .cc_major = 9, .sm_count = 132, .memory = 85045379072ull,
+                     .driver_version = 13000, .nvrtc = "13.0", .templates = "00112233aabbccdd"};
+  sf_tune_candidate c[2] = {{.knobs = {false, 32, 8, 4, 1, 0}, .ok = true, .median_us = 20, .min_us = 19,
+                             .p90_us = 21, .reps = 25, .error = 1e-7},
+                            {.knobs = {true, 4, 16, 16, 1, 0}, .ok = true, .median_us = 10, .min_us = 9.5,
+                             .p90_us = 10.5, .reps = 25, .error = 2e-7}};
+  sf_tune_entry e = {.variant = sf_variant_default(), .shape = {64, 160, 196, 1}, .seqlen_bucket = 8,
+                     .rows_bucket = 14, .default_knobs = c[0].knobs, .winner_us = 10, .default_us = 20,
+                     .complete = true, .candidates = c, .candidate_count = 2};
+  e.variant.dstate = 8;
+  e.variant.has_D = e.variant.has_delta_bias = e.variant.softplus = true;
+  sf_tune_knobs_apply(&c[1].knobs, &e.variant);
+  sf_tune_db db;
+  sf_tune_db_init(&db);
+  cr_assert_eq(sf_tune_db_put(&db, &gpu, &e), SF_OK);
+  cr_assert_eq(sf_tune_db_save(db_path, &db, NULL), SF_OK, "%s", sf_last_error());
+  sf_tune_db_free(&db);
+
+  char *out;
+  snprintf(args, sizeof args, "tune --report --db %s --plot %s", db_path, png);
+  cr_assert_eq(run_env(no_gpu, args, &out), 0, "%s", out);
+  cr_expect(strstr(out, "NVIDIA H100 80GB HBM3"), "%s", out);
+  cr_expect(strstr(out, "64,160,196"), "%s", out);
+  cr_expect(strstr(out, "st:4/16/16"), "the winner's knobs: %s", out);
+  cr_expect(strstr(out, "2.00x"), "the speedup over the default: %s", out);
+  free(out);
+  FILE *f = fopen(png, "rb");
+  cr_assert(f, "no plot at %s", png);
+  unsigned char sig[8] = {0};
+  cr_expect_eq(fread(sig, 1, 8, f), 8u);
+  fclose(f);
+  cr_expect(sig[0] == 0x89 && memcmp(sig + 1, "PNG", 3) == 0);
+
+  snprintf(args, sizeof args, "tune --export-defaults %s --db %s", exported, db_path);
+  cr_assert_eq(run_env(no_gpu, args, &out), 0, "%s", out);
+  free(out);
+  json_error_t error;
+  json_t *root = json_load_file(exported, 0, &error);
+  cr_assert(root, "%s: %s", exported, error.text);
+  json_t *entry = json_array_get(json_object_get(json_array_get(json_object_get(root, "sections"), 0), "entries"), 0);
+  cr_expect(entry && json_object_get(entry, "winner"));
+  cr_expect_null(json_object_get(entry, "candidates"), "shipped defaults keep winners only");
+  json_decref(root);
+
+  /* An empty database reports nothing and exports nothing. */
+  snprintf(args, sizeof args, "tune --report --db %s/none.json", dir);
+  expect_run(args, 0, "no entries");
+  snprintf(args, sizeof args, "tune --export-defaults %s/e.json --db %s/none.json", dir, dir);
+  expect_run(args, 1, "0 entries");
+}
+
+/* The pretend driver (tests/fake_cuda) beside this test: kernels do nothing, so every
+ * candidate fails its check; the run must still compile, check and report them all, save
+ * nothing, and exit 1. */
+Test(cmd_tune, host_flow_on_a_pretend_driver, .timeout = 600) {
+  char exe[PATH_MAX], fake[PATH_MAX + 64];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  cr_assert(n > 0);
+  exe[n] = '\0';
+  *strrchr(exe, '/') = '\0';
+  snprintf(fake, sizeof fake, "%s/libscanforge_fake_cuda.so", exe);
+  if (access(fake, R_OK) != 0) cr_skip_test("no pretend driver at %s", fake);
+  char *dir = temp_dir(), env[PATH_MAX + 1024], args[2048], *out;
+  snprintf(env, sizeof env, "SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ", fake, dir);
+  char entries[512];
+  snprintf(entries, sizeof entries, "%s/entries.txt", dir);
+  write_text(entries, "1,4,16,4 op=bwd\n"); /* the smallest entry: 3 candidates */
+  snprintf(args, sizeof args, "tune --entries %s --db %s/db.json --jobs 2", entries, dir);
+  int status = run_env(env, args, &out);
+  cr_expect_eq(status, 1, "%s", out);
+  cr_expect(strstr(out, "Fake GPU"), "%s", out);
+  cr_expect(strstr(out, "FAILED: no candidate passed"), "%s", out);
+  cr_expect(strstr(out, "failed the check"), "%s", out);
+  cr_expect(strstr(out, "0 tuned") && strstr(out, "1 failed"), "%s", out);
+  free(out);
+  char db_path[512];
+  snprintf(db_path, sizeof db_path, "%s/db.json", dir);
+  cr_expect_neq(access(db_path, F_OK), 0, "nothing passed, so nothing is saved");
+}
