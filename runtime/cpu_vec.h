@@ -1,0 +1,164 @@
+/* cpu_vec.h: the CPU scan's vector of channels (vf, VL lanes): AVX2 + FMA with SF_VEC_AVX2,
+ * else one plain float; exp, softplus and sigmoid that keep NaN and Inf as libm does. */
+#ifndef SCANFORGE_CPU_VEC_H
+#define SCANFORGE_CPU_VEC_H
+
+#include <math.h>
+#include <stdint.h>
+
+#define VEC_INLINE static inline __attribute__((always_inline))
+
+#ifdef SF_VEC_AVX2
+#include <immintrin.h>
+
+typedef __m256 vf;
+enum { VL = 8 };
+
+VEC_INLINE vf vf_set(float x) { return _mm256_set1_ps(x); }
+VEC_INLINE vf vf_zero(void) { return _mm256_setzero_ps(); }
+VEC_INLINE vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
+VEC_INLINE void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+VEC_INLINE vf vf_bcast(const float *p) { return _mm256_broadcast_ss(p); }
+VEC_INLINE vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+VEC_INLINE vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+VEC_INLINE vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+VEC_INLINE vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+VEC_INLINE vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); } /* a * b + c */
+/* where(v > limit) ? x : y; false for NaN. */
+VEC_INLINE vf vf_select_gt(vf v, float limit, vf x, vf y) {
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(v, _mm256_set1_ps(limit), _CMP_GT_OQ));
+}
+
+/* 2^x within about 1 ulp: x = k + r, |r| <= 1/2, 2^r by a degree-6 polynomial (fitted for
+ * least relative error on [-1/2, 1/2] by scripts/fit_exp2.py: 3e-9 before rounding), times
+ * 2^k built in the exponent bits. x is clamped to [-127, 128]: 2^-127 builds as 0, so
+ * results below 2^-126.5 are 0 (libm: subnormals), and 2^128 as +Inf, so results from
+ * 2^127.5 (1.7e38) up are +Inf; NaN stays NaN (it goes through the multiplies). */
+VEC_INLINE vf vf_exp2(vf x) {
+  /* min/max return their second operand for NaN, so x goes second to carry it through. */
+  vf xc = _mm256_max_ps(_mm256_set1_ps(-127.0f), _mm256_min_ps(_mm256_set1_ps(128.0f), x));
+  /* k = round(x): adding 1.5 * 2^23 leaves k in the low mantissa bits; r = x - k is exact. */
+  const vf magic = _mm256_set1_ps(12582912.0f);
+  vf j = _mm256_add_ps(xc, magic);
+  vf r = _mm256_sub_ps(xc, _mm256_sub_ps(j, magic));
+  vf p = _mm256_set1_ps(0x1.416b52p-13f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.5f082ep-10f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.3b2de0p-7f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.c6af7cp-5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.ebfbdcp-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.62e430p-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  /* 2^k = (k + 127) << 23 as bits: 0 for k = -127, +Inf for k = 128. */
+  __m256i k_bits = _mm256_slli_epi32(_mm256_castps_si256(j), 23);
+  vf scale = _mm256_castsi256_ps(_mm256_add_epi32(k_bits, _mm256_set1_epi32(127 << 23)));
+  return _mm256_mul_ps(p, scale);
+}
+
+VEC_INLINE vf vf_exp(vf x) { return vf_exp2(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f))); }
+
+/* 1 / x to about 1 ulp without a divide: the 12-bit estimate and one Newton step. */
+VEC_INLINE vf vf_recip(vf x) {
+  vf r = _mm256_rcp_ps(x);
+  return _mm256_fmadd_ps(r, _mm256_fnmadd_ps(x, r, _mm256_set1_ps(1.0f)), r);
+}
+
+/* log1p(x) for x in [0, 1]: m = 1 + x rounded, the rounding error c = x - (m - 1) exact;
+ * log1p(x) = log(m) + c / m, log(m) = k ln2 + 2 atanh(f / (2 + f)) with m = 2^k (1 + f),
+ * |f / (2 + f)| <= 0.172, where the atanh series to s^9 is below 2e-10 relative. */
+VEC_INLINE vf vf_log1p_unit(vf x) {
+  const vf one = _mm256_set1_ps(1.0f);
+  vf m = _mm256_add_ps(one, x);
+  vf c = _mm256_sub_ps(x, _mm256_sub_ps(m, one));
+  vf big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356f), _CMP_GT_OQ);
+  vf f = _mm256_sub_ps(_mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big), one);
+  vf s = _mm256_mul_ps(f, vf_recip(_mm256_add_ps(_mm256_set1_ps(2.0f), f)));
+  vf s2 = _mm256_mul_ps(s, s);
+  vf q = _mm256_set1_ps(1.0f / 9);
+  q = _mm256_fmadd_ps(q, s2, _mm256_set1_ps(1.0f / 7));
+  q = _mm256_fmadd_ps(q, s2, _mm256_set1_ps(1.0f / 5));
+  q = _mm256_fmadd_ps(q, s2, _mm256_set1_ps(1.0f / 3));
+  vf s_times_2 = _mm256_add_ps(s, s);
+  vf log_m = _mm256_fmadd_ps(_mm256_mul_ps(s_times_2, s2), q, s_times_2);
+  log_m = _mm256_add_ps(log_m, _mm256_and_ps(big, _mm256_set1_ps(0.693147180559945309f)));
+  /* c is below half an ulp of m: the estimate of 1 / m is plenty for it. */
+  return _mm256_fmadd_ps(c, _mm256_rcp_ps(m), log_m);
+}
+
+/* math.md's softplus: log1p(exp(v)) for v <= 20, v above, computed as
+ * max(v, 0) + log1p(exp(-|v|)) so that nothing overflows. */
+VEC_INLINE vf vf_softplus(vf v) {
+  vf abs_v = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+  vf sp = _mm256_add_ps(_mm256_max_ps(v, _mm256_setzero_ps()),
+                        vf_log1p_unit(vf_exp(_mm256_sub_ps(_mm256_setzero_ps(), abs_v))));
+  return vf_select_gt(v, 20.0f, v, sp);
+}
+
+VEC_INLINE vf vf_sigmoid(vf v) {
+  const vf one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, vf_exp(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+}
+
+/* dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 8: one 8 x 8 tile transposed
+ * (written out: as arrays, -O2 would keep them in memory). */
+VEC_INLINE void tile8(const float *src, int64_t src_stride, float *dst, int64_t dst_stride) {
+  const vf r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + src_stride);
+  const vf r2 = _mm256_loadu_ps(src + 2 * src_stride), r3 = _mm256_loadu_ps(src + 3 * src_stride);
+  const vf r4 = _mm256_loadu_ps(src + 4 * src_stride), r5 = _mm256_loadu_ps(src + 5 * src_stride);
+  const vf r6 = _mm256_loadu_ps(src + 6 * src_stride), r7 = _mm256_loadu_ps(src + 7 * src_stride);
+  /* Rows i, i+1 interleaved: columns (0, 1, 4, 5) and (2, 3, 6, 7). */
+  const vf t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const vf t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const vf t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const vf t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  /* Four rows of columns (0, 4), (1, 5), (2, 6), (3, 7). */
+  const vf s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const vf s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const vf s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const vf s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  /* The 128-bit halves of rows 0-3 and 4-7 joined. */
+  _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps(dst + dst_stride, _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps(dst + 2 * dst_stride, _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps(dst + 3 * dst_stride, _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps(dst + 4 * dst_stride, _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps(dst + 5 * dst_stride, _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps(dst + 6 * dst_stride, _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps(dst + 7 * dst_stride, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+
+/* dst[j] = the sum of v[j]'s lanes, j < 4, in a fixed order (pairs, then halves). */
+VEC_INLINE void vf_lane_sums4(vf v0, vf v1, vf v2, vf v3, float *dst) {
+  vf s = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
+  _mm_storeu_ps(dst, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+}
+
+#else /* one float: the portable path, libm's functions */
+
+typedef float vf;
+enum { VL = 1 };
+
+VEC_INLINE vf vf_set(float x) { return x; }
+VEC_INLINE vf vf_zero(void) { return 0.0f; }
+VEC_INLINE vf vf_load(const float *p) { return *p; }
+VEC_INLINE void vf_store(float *p, vf v) { *p = v; }
+VEC_INLINE vf vf_bcast(const float *p) { return *p; }
+VEC_INLINE vf vf_add(vf a, vf b) { return a + b; }
+VEC_INLINE vf vf_sub(vf a, vf b) { return a - b; }
+VEC_INLINE vf vf_mul(vf a, vf b) { return a * b; }
+VEC_INLINE vf vf_div(vf a, vf b) { return a / b; }
+VEC_INLINE vf vf_fma(vf a, vf b, vf c) { return a * b + c; } /* fmaf is a slow call without FMA */
+VEC_INLINE vf vf_select_gt(vf v, float limit, vf x, vf y) { return v > limit ? x : y; }
+VEC_INLINE vf vf_exp2(vf x) { return exp2f(x); }
+VEC_INLINE vf vf_exp(vf x) { return expf(x); }
+VEC_INLINE vf vf_softplus(vf v) { return v <= 20.0f ? log1pf(expf(v)) : v; }
+VEC_INLINE vf vf_sigmoid(vf v) { return 1.0f / (1.0f + expf(-v)); }
+VEC_INLINE void vf_lane_sums4(vf v0, vf v1, vf v2, vf v3, float *dst) {
+  dst[0] = v0, dst[1] = v1, dst[2] = v2, dst[3] = v3;
+}
+VEC_INLINE void tile8(const float *src, int64_t src_stride, float *dst, int64_t dst_stride) {
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 8; j++) dst[j * dst_stride + i] = src[i * src_stride + j];
+}
+
+#endif
+#endif
