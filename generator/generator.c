@@ -163,7 +163,8 @@ static sf_status run_template(generation *g, const sf_variant *v, const char *sp
   push_variant(L, v, spec);
   sf_sandbox_set_global(g->sandbox, "variant");
 
-  const char *name = v->op == SF_OP_BWD ? "scan_bwd.tpl" : v->split_states ? "scan_fwd_states.tpl" : "scan_fwd.tpl";
+  const char *name = v->op == SF_OP_BWD ? (v->split_states ? "scan_bwd_states.tpl" : "scan_bwd.tpl")
+                                        : (v->split_states ? "scan_fwd_states.tpl" : "scan_fwd.tpl");
   char *text, *code;
   size_t size, code_length;
   sf_status st = sf_template_read(name, &text, &size);

@@ -174,8 +174,6 @@ sf_status sf_variant_validate(const sf_variant *v) {
     return sf_fail(SF_EINVAL, "variant key 'states': value %d is out of range (allowed: 1..16)", v->states);
   if (v->min_blocks < 0 || v->min_blocks > 32)
     return sf_fail(SF_EINVAL, "variant key 'minblocks': value %d is out of range (allowed: 0..32)", v->min_blocks);
-  if (v->split_states && v->op != SF_OP_FWD)
-    return sf_fail(SF_EINVAL, "variant key 'split': value 'state' applies to op=fwd only");
   if (v->deterministic && v->op != SF_OP_BWD)
     return sf_fail(SF_EINVAL, "variant key 'deterministic': value 1 applies to op=bwd only (the forward is always deterministic)");
   return SF_OK;

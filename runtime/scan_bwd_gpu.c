@@ -38,7 +38,7 @@ static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch,
       return sf_fail(SF_EINVAL, "launch spec '%s': may set threads, items and channels only", launch->spec);
     v = requested;
   }
-  if (v.threads * v.items != sf_scan_state_interval(f->seqlen))
+  if (!v.split_states && v.threads * v.items != sf_scan_state_interval(f->seqlen))
     return sf_fail(SF_EINVAL, "backward variant: threads x items (%d x %d) must equal the state interval %lld of L = %lld",
                    v.threads, v.items, (long long)sf_scan_state_interval(f->seqlen), (long long)f->seqlen);
   if ((v.B_var || v.C_var) && (f->dim / f->groups) % v.channels != 0)

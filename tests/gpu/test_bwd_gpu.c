@@ -97,7 +97,10 @@ Test(bwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout =
       {49, "threads=64,items=1,channels=2"},   {196, "threads=32,items=8,channels=4"},
       {196, "threads=16,items=16,channels=8"}, {196, "threads=128,items=2,channels=1"},
       {3000, "threads=64,items=8,channels=4"}, {3000, "threads=32,items=16,channels=2"},
-      {3000, "threads=128,items=4,channels=1"}, {3000, "threads=512,items=1,channels=2"}};
+      {3000, "threads=128,items=4,channels=1"}, {3000, "threads=512,items=1,channels=2"},
+      {49, "split=state,threads=4,items=8,channels=16"}, {196, "split=state,threads=4,items=8,channels=8"},
+      {3000, "split=state,threads=4,items=8,channels=16"}, {3000, "split=state,threads=16,items=16,channels=2"},
+      {3000, "split=state,threads=2,items=4,channels=16"}, {700, "split=state,threads=8,items=32,channels=4"}};
   uint64_t seed = 99;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     sf_check_shape shape = {.batch = 3, .dim = 32, .seqlen = cases[k].L, .dstate = 16, .groups = 2,
@@ -117,7 +120,10 @@ Test(bwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout =
 /* Deterministic mode: correct, and bitwise identical over five runs of a large shape. */
 Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = setup, .fini = teardown, .timeout = 300) {
   skip_without_gpu();
-  static const struct { bool B_fixed, C_fixed; int groups; } layouts[] = {{false, false, 1}, {true, false, 2}, {true, true, 1}};
+  static const struct { bool B_fixed, C_fixed; int groups; const char *spec; } layouts[] = {
+      {false, false, 1, NULL}, {true, false, 2, NULL}, {true, true, 1, NULL},
+      {false, false, 1, "split=state,threads=4,items=8,channels=16"},
+      {true, false, 2, "split=state,threads=4,items=8,channels=16"}};
   for (size_t k = 0; k < sizeof layouts / sizeof layouts[0]; k++) {
     sf_check_shape shape = {.batch = 4, .dim = 64, .seqlen = 4096, .dstate = 16,
                             .groups = layouts[k].groups, .dtype = SF_BF16, .z = true, .D = true,
@@ -126,7 +132,7 @@ Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = setup, .fini =
                             .deterministic = true};
     uint64_t first = 0;
     for (int run = 0; run < 5; run++) {
-      sf_launch launch = {0};
+      sf_launch launch = {.spec = layouts[k].spec};
       sf_check_bwd_result r;
       cr_assert_eq(sf_check_bwd(ctx, &shape, &launch, 4242, &r), SF_OK, "%s", sf_last_error());
       char errors[512] = "";
