@@ -27,10 +27,14 @@ typedef struct sf_cpu_kernels {
   /* Floats of scratch one thread needs for the call (arguments resolved). */
   size_t (*fwd_scratch)(const sf_scan_fwd_args *a);
   size_t (*bwd_scratch)(const sf_scan_fwd_args *a);
-  /* math.md's forward / backward for channels [d0, d0 + count) of batch b. */
-  void (*fwd_block)(const sf_scan_fwd_args *a, int64_t b, int64_t d0, int count, float *scratch);
+  /* math.md's forward / backward for channels [d0, d0 + count) of batch b. A thread runs
+   * its blocks in order on one scratch; slot_begins marks the first of those in a (batch,
+   * group) slot and slot_ends the last, between which the kernel keeps what the slot's
+   * blocks share (B and C converted, per-lane sums of dB and dC) in the scratch. */
+  void (*fwd_block)(const sf_scan_fwd_args *a, int64_t b, int64_t d0, int count, float *scratch,
+                    bool slot_begins);
   void (*bwd_block)(const sf_scan_bwd_args *a, const sf_cpu_bwd_sink *sink, int64_t b, int64_t d0,
-                    int count, float *scratch);
+                    int count, float *scratch, bool slot_begins, bool slot_ends);
 } sf_cpu_kernels;
 
 extern const sf_cpu_kernels sf_cpu_kernels_portable;
@@ -63,6 +67,11 @@ static inline sf_cpu_blocking sf_cpu_blocking_of(const sf_scan_fwd_args *a, int 
 
 static inline int64_t sf_cpu_block_count(const sf_cpu_blocking *k, int64_t batch) {
   return batch * k->groups * k->per_slot;
+}
+
+/* Whether blocks i and j belong to the same (batch, group) slot. */
+static inline bool sf_cpu_same_slot(const sf_cpu_blocking *k, int64_t i, int64_t j) {
+  return i / k->per_slot == j / k->per_slot;
 }
 
 /* Block i: batch *b, channels [*d0, *d0 + *count). */

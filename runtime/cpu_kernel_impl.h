@@ -7,7 +7,12 @@
  * are copied into channel-minor scratch ([t][lane]), variable B and C into time-major
  * scratch ([t][state], one value shared by every lane). States are padded to a multiple of
  * SC with A = B = C = 0 (h stays 0) and lanes past the block's end with zeros, so that
- * every loop runs whole vectors and whole chunks. */
+ * every loop runs whole vectors and whole chunks.
+ *
+ * Blocks come in order, and those of one (batch, group) slot one after the other: the slot's
+ * first block converts its B and C for the whole sequence and later blocks reuse them, and
+ * in the backward dB and dC collect per lane over the slot's blocks and are summed over the
+ * lanes once, at its last block (when those fit the L2-sized limits below; else per block). */
 #include <stdbool.h>
 #include <string.h>
 
@@ -22,6 +27,11 @@ enum {
   SC = 8,             /* states per register chunk in the forward; N is padded to it */
   SCB = 4,            /* states per chunk in the reverse scan, which holds more per state */
   SEG_FLOATS = 32768, /* backward: stored states and decays of one segment (128 KiB) */
+  /* A slot's variable B and C for the whole sequence are kept from its first block to its
+   * last when L * NP is at most this (forward) ... */
+  FWD_SLOT_STEPS_STATES = 32768,
+  /* ... and, in the backward, so are per-lane sums of dB and dC (2 L NP VL floats). */
+  BWD_SLOT_STEPS_STATES = 4096,
 };
 
 static const float LOG2E = 1.44269504088896341f;
@@ -102,6 +112,17 @@ static void prefetch_rows(sf_dtype T, const void *first, int64_t stride, int row
   }
 }
 
+/* The same for up to `rows` rows of a (batch, dim, L) tensor from row `row` (b * dim + d),
+ * within that batch: the next block's first inputs, asked for during this block's last. */
+static void prefetch_activation(sf_dtype T, const void *base, int64_t batch_stride,
+                                int64_t dim_stride, const sf_scan_fwd_args *a, int64_t row,
+                                int rows, int64_t from, int64_t n) {
+  const int64_t b = row / a->dim, d = row % a->dim;
+  if (b >= a->batch) return;
+  if (rows > a->dim - d) rows = (int)(a->dim - d);
+  prefetch_rows(T, at(base, T, b * batch_stride + d * dim_stride), dim_stride, rows, from, n);
+}
+
 /* dst[n * VL + c] = src[c * row_stride + n] for n < N, c < count; 0 elsewhere up to NP
  * (all 0 when src is NULL): per-channel (N,) rows of A, fixed B/C, or states. */
 static void gather_lanes(const float *src, int64_t row_stride, int N, int count, int NP,
@@ -120,11 +141,28 @@ static void scatter_lanes(const float *src, int N, int count, int64_t row_stride
     for (int n = 0; n < N; n++) dst[c * row_stride + n] = src[n * VL + c];
 }
 
+/* B or C of one slot, steps [t0, t0 + steps), time-major into dst ([steps][NP], padded
+ * states 0), `chunk` steps at a time (tmp: 8 * chunk floats). */
+static void gather_slot_states(sf_dtype T, const void *states, int64_t state_stride, int N,
+                               int64_t t0, int64_t steps, int NP, int chunk, float *dst,
+                               float *tmp) {
+  memset(dst, 0, sizeof(float) * (size_t)(steps * NP));
+  for (int64_t c0 = 0; c0 < steps; c0 += chunk) {
+    const int n = (int)(steps - c0 < chunk ? steps - c0 : chunk);
+    gather_states_time_major(T, at(states, T, t0 + c0), state_stride, N, n, NP, dst + c0 * NP, tmp);
+  }
+}
+
 /* ---- forward ------------------------------------------------------------------------- */
+
+static bool fwd_slot_cached(const sf_scan_fwd_args *a) {
+  return (a->B_var || a->C_var) && a->seqlen * padded_states(a->dstate) <= FWD_SLOT_STEPS_STATES;
+}
 
 static size_t fwd_scratch(const sf_scan_fwd_args *a) {
   const size_t NP = (size_t)padded_states(a->dstate);
-  return 4 * NP * VL + 2 * VL + 4 * TB * VL + 2 * TB * NP + 8 * TB;
+  const size_t bc_steps = fwd_slot_cached(a) ? (size_t)a->seqlen : TB;
+  return 4 * NP * VL + 2 * VL + 4 * TB * VL + 8 * TB + 2 * bc_steps * NP;
 }
 
 /* SC states from n0 over `steps` steps: h = exp(dt A) h + dt u B, y += C h. A2 (A log2(e),
@@ -165,17 +203,20 @@ static void make_dt(float *dt, const float *bias, int steps, bool softplus) {
 }
 
 ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t d0, int count,
-                                  float *scratch, const bool B_var, const bool C_var) {
+                                  float *scratch, bool slot_begins, const bool B_var,
+                                  const bool C_var) {
   const int N = a->dstate, NP = padded_states(N);
   const sf_dtype T = a->dtype;
   const int64_t L = a->seqlen, interval = sf_scan_state_interval(L);
   const int64_t nsaved = sf_scan_saved_states(L), row0 = b * a->dim + d0;
   const int64_t g = (B_var || C_var) ? d0 / (a->dim / a->groups) : 0;
+  const bool cached = fwd_slot_cached(a);
+  const int64_t bc_steps = cached ? L : TB;
 
   float *A2 = scratch, *Bf = A2 + NP * VL, *Cf = Bf + NP * VL, *h = Cf + NP * VL;
   float *bias = h + NP * VL, *D = bias + VL, *u = D + VL, *dt = u + TB * VL;
-  float *z = dt + TB * VL, *y = z + TB * VL, *Bt = y + TB * VL, *Ct = Bt + TB * NP;
-  float *tmp = Ct + TB * NP;
+  float *z = dt + TB * VL, *y = z + TB * VL, *tmp = y + TB * VL;
+  float *Bt = tmp + 8 * TB, *Ct = Bt + bc_steps * NP; /* [bc_steps][NP] */
 
   gather_lanes(a->A + d0 * N, N, N, count, NP, A2);
   scale(A2, NP * VL, LOG2E);
@@ -186,8 +227,6 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
     bias[c] = a->delta_bias && c < count ? a->delta_bias[d0 + c] : 0.0f;
     D[c] = a->D && c < count ? a->D[d0 + c] : 0.0f;
   }
-  /* Padded states read B = C = 0 (gathers write only n < N). */
-  memset(Bt, 0, sizeof(float) * 2 * TB * NP);
 
   const void *u_rows = at(a->u, T, b * a->u_batch_stride + d0 * a->u_dim_stride);
   const void *delta_rows = at(a->delta, T, b * a->delta_batch_stride + d0 * a->delta_dim_stride);
@@ -195,28 +234,36 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
   void *out_rows = (char *)a->out + (b * a->out_batch_stride + d0 * a->out_dim_stride) * sf_dtype_size(T);
   const void *B_states = B_var ? at(a->B, T, b * a->B_batch_stride + g * a->B_group_stride) : NULL;
   const void *C_states = C_var ? at(a->C, T, b * a->C_batch_stride + g * a->C_group_stride) : NULL;
+  if (cached && slot_begins) {
+    if (B_var) gather_slot_states(T, B_states, a->B_state_stride, N, 0, L, NP, TB, Bt, tmp);
+    if (C_var) gather_slot_states(T, C_states, a->C_state_stride, N, 0, L, NP, TB, Ct, tmp);
+  }
 
   for (int64_t t0 = 0; t0 < L; t0 += TB) {
     const int steps = (int)(L - t0 < TB ? L - t0 : TB);
     gather_rows(T, at(u_rows, T, t0), a->u_dim_stride, count, steps, u, tmp);
     gather_rows(T, at(delta_rows, T, t0), a->delta_dim_stride, count, steps, dt, tmp);
     if (z_rows) gather_rows(T, at(z_rows, T, t0), a->z_dim_stride, count, steps, z, tmp);
-    if (B_var) gather_states_time_major(T, at(B_states, T, t0), a->B_state_stride, N, steps, NP, Bt, tmp);
-    if (C_var) gather_states_time_major(T, at(C_states, T, t0), a->C_state_stride, N, steps, NP, Ct, tmp);
+    const int64_t bc0 = cached ? t0 : 0; /* this block's first step in Bt and Ct */
+    if (B_var && !cached) gather_slot_states(T, B_states, a->B_state_stride, N, t0, steps, NP, TB, Bt, tmp);
+    if (C_var && !cached) gather_slot_states(T, C_states, a->C_state_stride, N, t0, steps, NP, TB, Ct, tmp);
     make_dt(dt, bias, steps, a->delta_softplus);
     if (t0 + TB < L) {
       const int64_t next = L - t0 - TB < TB ? L - t0 - TB : TB;
       prefetch_rows(T, u_rows, a->u_dim_stride, count, t0 + TB, next);
       prefetch_rows(T, delta_rows, a->delta_dim_stride, count, t0 + TB, next);
       if (z_rows) prefetch_rows(T, z_rows, a->z_dim_stride, count, t0 + TB, next);
-      if (B_var) prefetch_rows(T, B_states, a->B_state_stride, N, t0 + TB, next);
-      if (C_var) prefetch_rows(T, C_states, a->C_state_stride, N, t0 + TB, next);
+    } else {
+      const int64_t next = row0 + count, n = L < TB ? L : TB;
+      prefetch_activation(T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, 0, n);
+      prefetch_activation(T, a->delta, a->delta_batch_stride, a->delta_dim_stride, a, next, VL, 0, n);
+      if (z_rows) prefetch_activation(T, a->z, a->z_batch_stride, a->z_dim_stride, a, next, VL, 0, n);
     }
 
     for (int t = 0; t < steps; t++) vf_store(y + t * VL, vf_zero());
     for (int n0 = 0; n0 < NP; n0 += SC)
-      fwd_chunk(steps, NP, A2 + n0 * VL, h + n0 * VL, dt, u, y, Bt + n0, Bf + n0 * VL, Ct + n0,
-                Cf + n0 * VL, B_var, C_var);
+      fwd_chunk(steps, NP, A2 + n0 * VL, h + n0 * VL, dt, u, y, Bt + bc0 * NP + n0, Bf + n0 * VL,
+                Ct + bc0 * NP + n0, Cf + n0 * VL, B_var, C_var);
 
     const vf Dv = vf_load(D);
     for (int t = 0; t < steps; t++) {
@@ -239,15 +286,15 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
 
 /* One copy of the block loop per (B variable, C variable): the flags are constants inside. */
 static void fwd_block(const sf_scan_fwd_args *a, int64_t b, int64_t d0, int count,
-                      float *scratch) {
+                      float *scratch, bool slot_begins) {
   if (a->B_var && a->C_var)
-    fwd_block_impl(a, b, d0, count, scratch, true, true);
+    fwd_block_impl(a, b, d0, count, scratch, slot_begins, true, true);
   else if (a->B_var)
-    fwd_block_impl(a, b, d0, count, scratch, true, false);
+    fwd_block_impl(a, b, d0, count, scratch, slot_begins, true, false);
   else if (a->C_var)
-    fwd_block_impl(a, b, d0, count, scratch, false, true);
+    fwd_block_impl(a, b, d0, count, scratch, slot_begins, false, true);
   else
-    fwd_block_impl(a, b, d0, count, scratch, false, false);
+    fwd_block_impl(a, b, d0, count, scratch, slot_begins, false, false);
 }
 
 /* ---- backward ------------------------------------------------------------------------ */
@@ -261,21 +308,39 @@ static int64_t segment_steps(const sf_scan_fwd_args *a) {
   return S < W ? S : W;
 }
 
+static bool bwd_slot_cached(const sf_scan_fwd_args *a) {
+  return (a->B_var || a->C_var) && a->seqlen * padded_states(a->dstate) <= BWD_SLOT_STEPS_STATES;
+}
+
 /* Per-step lane arrays of an interval: u, dt, d dt / d delta, z, g (dout, then the gated
  * gradient), y, dz, sum dh B (then du), sum dh A a h (then ddelta). */
 enum { S_U, S_DT, S_DTDV, S_Z, S_G, S_Y, S_DZ, S_DHB, S_DDTA, STEP_ARRAYS };
 
-static size_t bwd_scratch(const sf_scan_fwd_args *a) {
-  const size_t NP = (size_t)padded_states(a->dstate);
-  const size_t W = (size_t)sf_scan_state_interval(a->seqlen), S = (size_t)segment_steps(a);
-  const size_t segments = (W + S - 1) / S;
-  return 8 * NP * VL + 4 * VL + STEP_ARRAYS * W * VL + 4 * W * NP + 8 * W + segments * NP * VL +
-         (2 * S + 1) * NP * VL;
+/* The backward's scratch: sizes, then the pointers carved from it in this order. */
+typedef struct bwd_layout {
+  int64_t W, S, segments, bc_steps, acc_steps;
+  size_t floats;
+} bwd_layout;
+
+static bwd_layout bwd_layout_of(const sf_scan_fwd_args *a) {
+  bwd_layout k;
+  const int64_t NP = padded_states(a->dstate);
+  const bool cached = bwd_slot_cached(a);
+  k.W = sf_scan_state_interval(a->seqlen), k.S = segment_steps(a);
+  k.segments = (k.W + k.S - 1) / k.S;
+  k.bc_steps = cached ? a->seqlen : k.W;   /* time-major B and C */
+  k.acc_steps = cached ? a->seqlen : k.S; /* per-lane dB and dC */
+  k.floats = (size_t)(8 * NP * VL + 4 * VL + STEP_ARRAYS * k.W * VL + 2 * k.W * NP + 8 * k.W +
+                      k.segments * NP * VL + (2 * k.S + 1) * NP * VL + 2 * k.bc_steps * NP +
+                      2 * k.acc_steps * NP * VL);
+  return k;
 }
 
+static size_t bwd_scratch(const sf_scan_fwd_args *a) { return bwd_layout_of(a).floats; }
+
 /* The forward again over steps [tb, tb + tl) of the interval for SC states, from h_in to
- * h_out (unless NULL); with `keep` the states before and after each step go to hs ([t][NP][VL], t = 0
- * is the start) and the decays to as, and with `gate` y += C h as well. */
+ * h_out (unless NULL); with `keep` the states before and after each step go to hs
+ * ([t][NP][VL], t = 0 is the start) and the decays to as, and with `gate` y += C h as well. */
 ALWAYS_INLINE void recompute_chunk(int tb, int tl, int NP, const float *A2, const float *h_in,
                                    float *h_out, const float *dt, const float *u, float *y,
                                    const float *Bt, const float *Bf, const float *Ct,
@@ -310,15 +375,16 @@ ALWAYS_INLINE void recompute_chunk(int tb, int tl, int NP, const float *A2, cons
 
 /* The reverse scan over steps [tb, tb + tl) for SCB states from n0 (every pointer is the
  * chunk's): dh = C g + carry, carry = a dh, and what each gradient takes of dh. dB and dC
- * of variable B and C are summed over the lanes (the group's channels) into dBt, dCt. */
+ * of variable B and C are added per lane to accB, accC ([t][NP][VL], t from tb); those of
+ * fixed ones summed over time into dBf, dCf. */
 ALWAYS_INLINE void reverse_chunk(int tb, int tl, int NP, const float *A, const float *Bt,
                                  const float *Bf, const float *Ct, const float *Cf,
                                  const float *hs, const float *as, float *carry, float *dA,
-                                 float *dBf, float *dCf, float *dBt, float *dCt,
-                                 float *const *s, const bool B_var, const bool C_var,
-                                 const bool want_dBt, const bool want_dCt) {
-  vf cv[SCB], dAv[SCB], Av[SCB], Bv[SCB], Cv[SCB], dBv[SCB], dCv[SCB];
+                                 float *dBf, float *dCf, float *accB, float *accC,
+                                 float *const *s, const bool B_var, const bool C_var) {
+  vf cv[SCB], dAv[SCB], Av[SCB], Bv[SCB], Cv[SCB], dBv[SCB], dCv[SCB], hv[SCB];
   for (int j = 0; j < SCB; j++) {
+    hv[j] = vf_load(hs + (tl * NP + j) * VL); /* the state after the last step */
     cv[j] = vf_load(carry + j * VL), dAv[j] = vf_load(dA + j * VL), Av[j] = vf_load(A + j * VL);
     Bv[j] = B_var ? vf_zero() : vf_load(Bf + j * VL);
     Cv[j] = C_var ? vf_zero() : vf_load(Cf + j * VL);
@@ -332,7 +398,8 @@ ALWAYS_INLINE void reverse_chunk(int tb, int tl, int NP, const float *A, const f
     vf sum_dhB = vf_zero(), sum_dhAw = vf_zero();
     for (int j = 0; j < SCB; j++) {
       const vf decay = vf_load(as + (t * NP + j) * VL);
-      const vf h_prev = vf_load(hs + (t * NP + j) * VL), h = vf_load(hs + ((t + 1) * NP + j) * VL);
+      const vf h_prev = vf_load(hs + (t * NP + j) * VL), h = hv[j];
+      hv[j] = h_prev;
       const vf Bj = B_var ? vf_bcast(Bt + ti * NP + j) : Bv[j];
       const vf Cj = C_var ? vf_bcast(Ct + ti * NP + j) : Cv[j];
       const vf dh = vf_fma(Cj, gy, cv[j]);
@@ -341,12 +408,19 @@ ALWAYS_INLINE void reverse_chunk(int tb, int tl, int NP, const float *A, const f
       sum_dhAw = vf_fma(Av[j], q, sum_dhAw);
       dAv[j] = vf_fma(d, q, dAv[j]);
       cv[j] = vf_mul(decay, dh);
-      /* Variable: this step's value, summed over lanes below; fixed: summed over time. */
-      dBv[j] = B_var ? vf_mul(dh, du) : vf_fma(dh, du, dBv[j]);
-      dCv[j] = C_var ? vf_mul(gy, h) : vf_fma(gy, h, dCv[j]);
+      if (B_var) {
+        float *acc = accB + (t * NP + j) * VL;
+        vf_store(acc, vf_fma(dh, du, vf_load(acc)));
+      } else {
+        dBv[j] = vf_fma(dh, du, dBv[j]);
+      }
+      if (C_var) {
+        float *acc = accC + (t * NP + j) * VL;
+        vf_store(acc, vf_fma(gy, h, vf_load(acc)));
+      } else {
+        dCv[j] = vf_fma(gy, h, dCv[j]);
+      }
     }
-    if (want_dBt) vf_lane_sums4(dBv[0], dBv[1], dBv[2], dBv[3], dBt + ti * NP);
-    if (want_dCt) vf_lane_sums4(dCv[0], dCv[1], dCv[2], dCv[3], dCt + ti * NP);
     vf_store(s[S_DHB] + ti * VL, vf_add(vf_load(s[S_DHB] + ti * VL), sum_dhB));
     vf_store(s[S_DDTA] + ti * VL, vf_add(vf_load(s[S_DDTA] + ti * VL), sum_dhAw));
   }
@@ -357,31 +431,67 @@ ALWAYS_INLINE void reverse_chunk(int tb, int tl, int NP, const float *A, const f
   }
 }
 
-/* dst[n * L + t] += src[t * NP + n]: a time-major block into a (N, L) gradient. */
-static void add_time_major(const float *src, int NP, int N, int steps, int64_t L, float *dst) {
-  for (int n = 0; n < N; n++)
-    for (int t = 0; t < steps; t++) dst[n * L + t] += src[t * NP + n];
+/* dst[n * L + t] += src[t * NP + n]: a time-major block into a (N, L) gradient, eight
+ * states at a time transposed into tmp (8 * steps). */
+static void add_time_major(const float *src, int NP, int N, int steps, int64_t L, float *dst,
+                           float *tmp) {
+  for (int n0 = 0; n0 < N; n0 += 8) {
+    const int rows = N - n0 < 8 ? N - n0 : 8;
+    transpose(src + n0, NP, steps, rows, tmp, steps);
+    for (int i = 0; i < rows; i++) {
+      float *d = dst + (n0 + i) * L;
+      const float *x = tmp + i * steps;
+      for (int t = 0; t < steps; t++) d[t] += x[t];
+    }
+  }
+}
+
+/* dst[t * NP + n] = the sum of acc[t][n]'s lanes, t < steps; acc is zeroed after. */
+static void sum_lanes(float *acc, int steps, int NP, float *dst) {
+  for (int t = 0; t < steps; t++)
+    for (int n = 0; n < NP; n += 4) {
+      float *x = acc + (t * NP + n) * VL;
+      vf_lane_sums4(vf_load(x), vf_load(x + VL), vf_load(x + 2 * VL), vf_load(x + 3 * VL),
+                    dst + t * NP + n);
+    }
+  memset(acc, 0, sizeof(float) * (size_t)steps * NP * VL);
+}
+
+/* Per-lane sums acc ([t][NP][VL], steps [t0, t0 + steps) of the sequence) summed over the
+ * lanes and added into a slot's (N, L) gradient, W steps at a time through sums ([W][NP]). */
+static void flush_lanes(float *acc, int64_t t0, int64_t steps, int NP, int N, int64_t L,
+                        int64_t W, float *sums, float *tmp, float *dst) {
+  for (int64_t c0 = 0; c0 < steps; c0 += W) {
+    const int n = (int)(steps - c0 < W ? steps - c0 : W);
+    sum_lanes(acc + c0 * NP * VL, n, NP, sums);
+    add_time_major(sums, NP, N, n, L, dst + t0 + c0, tmp);
+  }
 }
 
 ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_sink *sink,
                                   int64_t b, int64_t d0, int count, float *scratch,
-                                  const bool B_var, const bool C_var, const bool gate) {
+                                  bool slot_begins, bool slot_ends, const bool B_var,
+                                  const bool C_var, const bool gate) {
   const sf_scan_fwd_args *a = &g->fwd;
   const int N = a->dstate, NP = padded_states(N);
   const sf_dtype T = a->dtype;
-  const int64_t L = a->seqlen, W = sf_scan_state_interval(L), nsaved = sf_scan_saved_states(L);
-  const int64_t S = segment_steps(a), row0 = b * a->dim + d0;
+  const int64_t L = a->seqlen, nsaved = sf_scan_saved_states(L), row0 = b * a->dim + d0;
+  const bwd_layout k = bwd_layout_of(a);
+  const int64_t W = k.W, S = k.S;
+  const bool cached = bwd_slot_cached(a);
   const int64_t grp = (B_var || C_var) ? d0 / (a->dim / a->groups) : 0;
   const int64_t slot = b * a->groups + grp - sink->slot_first;
 
-  float *A = scratch, *A2 = A + NP * VL, *Bf = A2 + NP * VL, *Cf = Bf + NP * VL, *carry = Cf + NP * VL;
-  float *dA = carry + NP * VL, *dBf = dA + NP * VL, *dCf = dBf + NP * VL;
+  float *A = scratch, *A2 = A + NP * VL, *Bf = A2 + NP * VL, *Cf = Bf + NP * VL;
+  float *carry = Cf + NP * VL, *dA = carry + NP * VL, *dBf = dA + NP * VL, *dCf = dBf + NP * VL;
   float *bias = dCf + NP * VL, *D = bias + VL, *dD = D + VL, *dbias = dD + VL;
   float *s[STEP_ARRAYS];
   s[0] = dbias + VL;
   for (int i = 1; i < STEP_ARRAYS; i++) s[i] = s[i - 1] + W * VL;
-  float *Bt = s[STEP_ARRAYS - 1] + W * VL, *Ct = Bt + W * NP, *dBt = Ct + W * NP, *dCt = dBt + W * NP;
-  float *tmp = dCt + W * NP, *hk = tmp + 8 * W, *hs = hk + (W + S - 1) / S * NP * VL, *as = hs + (S + 1) * NP * VL;
+  float *dBt = s[STEP_ARRAYS - 1] + W * VL, *dCt = dBt + W * NP, *tmp = dCt + W * NP;
+  float *hk = tmp + 8 * W, *hs = hk + k.segments * NP * VL, *as = hs + (S + 1) * NP * VL;
+  float *Bt = as + S * NP * VL, *Ct = Bt + k.bc_steps * NP;        /* [bc_steps][NP] */
+  float *accB = Ct + k.bc_steps * NP, *accC = accB + k.acc_steps * NP * VL; /* [acc_steps][NP][VL] */
 
   gather_lanes(a->A + d0 * N, N, N, count, NP, A);
   memcpy(A2, A, sizeof(float) * NP * VL);
@@ -395,7 +505,6 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
     D[c] = a->D && c < count ? a->D[d0 + c] : 0.0f;
     dD[c] = dbias[c] = 0.0f;
   }
-  memset(Bt, 0, sizeof(float) * 2 * W * NP); /* padded states read B = C = 0 */
 
   const size_t es = sf_dtype_size(T);
   const void *u_rows = at(a->u, T, b * a->u_batch_stride + d0 * a->u_dim_stride);
@@ -404,38 +513,53 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
   const void *dout_rows = at(g->dout, T, b * g->dout_batch_stride + d0 * g->dout_dim_stride);
   const void *B_states = B_var ? at(a->B, T, b * a->B_batch_stride + grp * a->B_group_stride) : NULL;
   const void *C_states = C_var ? at(a->C, T, b * a->C_batch_stride + grp * a->C_group_stride) : NULL;
-  const bool want_dBt = B_var && sink->dB_var, want_dCt = C_var && sink->dC_var;
   const vf one = vf_set(1.0f);
+  if (slot_begins || !cached) { /* per-lane sums start from 0 (sum_lanes re-zeroes them) */
+    memset(accB, 0, sizeof(float) * 2 * (size_t)(k.acc_steps * NP * VL));
+  }
+  if (cached && slot_begins) {
+    if (B_var) gather_slot_states(T, B_states, a->B_state_stride, N, 0, L, NP, (int)W, Bt, tmp);
+    if (C_var) gather_slot_states(T, C_states, a->C_state_stride, N, 0, L, NP, (int)W, Ct, tmp);
+  }
 
-  for (int64_t k = nsaved - 1; k >= 0; k--) {
-    const int64_t t0 = k * W;
+  for (int64_t kk = nsaved - 1; kk >= 0; kk--) {
+    const int64_t t0 = kk * W;
     const int steps = (int)(L - t0 < W ? L - t0 : W);
     gather_rows(T, at(u_rows, T, t0), a->u_dim_stride, count, steps, s[S_U], tmp);
     gather_rows(T, at(delta_rows, T, t0), a->delta_dim_stride, count, steps, s[S_DT], tmp);
     gather_rows(T, at(dout_rows, T, t0), g->dout_dim_stride, count, steps, s[S_G], tmp);
     if (gate) gather_rows(T, at(z_rows, T, t0), a->z_dim_stride, count, steps, s[S_Z], tmp);
-    if (B_var) gather_states_time_major(T, at(B_states, T, t0), a->B_state_stride, N, steps, NP, Bt, tmp);
-    if (C_var) gather_states_time_major(T, at(C_states, T, t0), a->C_state_stride, N, steps, NP, Ct, tmp);
+    const int64_t bc0 = cached ? t0 : 0; /* the interval's first step in Bt and Ct */
+    if (B_var && !cached) gather_slot_states(T, B_states, a->B_state_stride, N, t0, steps, NP, (int)W, Bt, tmp);
+    if (C_var && !cached) gather_slot_states(T, C_states, a->C_state_stride, N, t0, steps, NP, (int)W, Ct, tmp);
+    if (kk == 0) { /* the next block starts with its last interval */
+      const int64_t next = row0 + count, from = (nsaved - 1) * W;
+      prefetch_activation(T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, from, L - from);
+      prefetch_activation(T, a->delta, a->delta_batch_stride, a->delta_dim_stride, a, next, VL, from, L - from);
+      prefetch_activation(T, g->dout, g->dout_batch_stride, g->dout_dim_stride, a, next, VL, from, L - from);
+      if (gate) prefetch_activation(T, a->z, a->z_batch_stride, a->z_dim_stride, a, next, VL, from, L - from);
+    }
     const vf bv = vf_load(bias);
     for (int t = 0; t < steps; t++) {
       const vf v = vf_add(vf_load(s[S_DT] + t * VL), bv);
       vf dt = v, dtdv = one;
       if (a->delta_softplus) /* d softplus(v) / dv = sigmoid(v), 1 above 20 */
-        dt = vf_softplus(v), dtdv = vf_select_gt(v, 20.0f, one, vf_sigmoid(v));
+        dt = vf_softplus_sigmoid(v, &dtdv), dtdv = vf_select_gt(v, 20.0f, one, dtdv);
       vf_store(s[S_DT] + t * VL, dt), vf_store(s[S_DTDV] + t * VL, dtdv);
     }
 
     /* The interval's start: the state saved after the interval before, or h0. Then, when
      * it has several segments, a forward pass for the state at each segment's start. */
-    const float *start = k > 0 ? a->saved_states + (row0 * nsaved + k - 1) * N
-                               : (a->h0 ? a->h0 + row0 * N : NULL);
-    gather_lanes(start, k > 0 ? nsaved * N : N, N, count, NP, hk);
+    const float *start = kk > 0 ? a->saved_states + (row0 * nsaved + kk - 1) * N
+                                : (a->h0 ? a->h0 + row0 * N : NULL);
+    gather_lanes(start, kk > 0 ? nsaved * N : N, N, count, NP, hk);
+    const float *Bk = Bt + bc0 * NP, *Ck = Ct + bc0 * NP;
     const int segments = (int)((steps + S - 1) / S);
     for (int n0 = 0; n0 < NP; n0 += SC)
       for (int sg = 0; sg + 1 < segments; sg++)
         recompute_chunk((int)(sg * S), (int)S, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL,
-                        hk + ((sg + 1) * NP + n0) * VL, s[S_DT], s[S_U], NULL, Bt + n0,
-                        Bf + n0 * VL, Ct + n0, Cf + n0 * VL, NULL, NULL, B_var, C_var, false,
+                        hk + ((sg + 1) * NP + n0) * VL, s[S_DT], s[S_U], NULL, Bk + n0,
+                        Bf + n0 * VL, Ck + n0, Cf + n0 * VL, NULL, NULL, B_var, C_var, false,
                         false);
 
     for (int sg = segments - 1; sg >= 0; sg--) {
@@ -443,8 +567,8 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
       if (gate)
         for (int t = tb; t < tb + tl; t++) vf_store(s[S_Y] + t * VL, vf_zero());
       for (int n0 = 0; n0 < NP; n0 += SC)
-        recompute_chunk(tb, tl, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL, NULL,
-                        s[S_DT], s[S_U], s[S_Y], Bt + n0, Bf + n0 * VL, Ct + n0, Cf + n0 * VL,
+        recompute_chunk(tb, tl, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL, NULL, s[S_DT],
+                        s[S_U], s[S_Y], Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL,
                         hs + n0 * VL, as + n0 * VL, B_var, C_var, true, gate);
       const vf Dv = vf_load(D);
       for (int t = tb; t < tb + tl; t++) {
@@ -458,10 +582,17 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
         }
         vf_store(s[S_DHB] + t * VL, vf_zero()), vf_store(s[S_DDTA] + t * VL, vf_zero());
       }
+      /* Per-lane dB, dC of this segment: at its steps in the slot's sums, or from 0. */
+      float *aB = cached ? accB + (t0 + tb) * NP * VL : accB;
+      float *aC = cached ? accC + (t0 + tb) * NP * VL : accC;
       for (int n0 = 0; n0 < NP; n0 += SCB)
-        reverse_chunk(tb, tl, NP, A + n0 * VL, Bt + n0, Bf + n0 * VL, Ct + n0, Cf + n0 * VL,
+        reverse_chunk(tb, tl, NP, A + n0 * VL, Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL,
                       hs + n0 * VL, as + n0 * VL, carry + n0 * VL, dA + n0 * VL, dBf + n0 * VL,
-                      dCf + n0 * VL, dBt + n0, dCt + n0, s, B_var, C_var, want_dBt, want_dCt);
+                      dCf + n0 * VL, aB + n0 * VL, aC + n0 * VL, s, B_var, C_var);
+      if (!cached) { /* summed over the lanes now, per segment */
+        if (B_var) sum_lanes(accB, tl, NP, dBt + tb * NP);
+        if (C_var) sum_lanes(accC, tl, NP, dCt + tb * NP);
+      }
       /* du = dt sum dh B + D g; ddt = u sum dh B + sum dh A a h; ddelta = ddt dt'(v). */
       vf dDv = vf_load(dD), dbv = vf_load(dbias);
       for (int t = tb + tl - 1; t >= tb; t--) {
@@ -485,8 +616,13 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
     if (g->dz)
       scatter_rows(T, (char *)g->dz + (b * g->dz_batch_stride + d0 * g->dz_dim_stride + t0) * es,
                    g->dz_dim_stride, count, steps, s[S_DZ], tmp);
-    if (want_dBt) add_time_major(dBt, NP, N, steps, L, sink->dB_var + slot * N * L + t0);
-    if (want_dCt) add_time_major(dCt, NP, N, steps, L, sink->dC_var + slot * N * L + t0);
+    if (!cached && B_var && sink->dB_var) add_time_major(dBt, NP, N, steps, L, sink->dB_var + slot * N * L + t0, tmp);
+    if (!cached && C_var && sink->dC_var) add_time_major(dCt, NP, N, steps, L, sink->dC_var + slot * N * L + t0, tmp);
+  }
+  /* The slot's last block here: its per-lane sums, summed over the lanes, go to the sink. */
+  if (cached && slot_ends) {
+    if (B_var && sink->dB_var) flush_lanes(accB, 0, L, NP, N, L, W, dBt, tmp, sink->dB_var + slot * N * L);
+    if (C_var && sink->dC_var) flush_lanes(accC, 0, L, NP, N, L, W, dCt, tmp, sink->dC_var + slot * N * L);
   }
 
   /* After step 0 the carry is a[0] dh[0], the gradient of the initial state. */
@@ -504,12 +640,12 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
 }
 
 static void bwd_block(const sf_scan_bwd_args *g, const sf_cpu_bwd_sink *sink, int64_t b,
-                      int64_t d0, int count, float *scratch) {
+                      int64_t d0, int count, float *scratch, bool slot_begins, bool slot_ends) {
   const bool B_var = g->fwd.B_var, C_var = g->fwd.C_var, gate = g->fwd.z != NULL;
-#define BWD_CASE(bv, cv, zv) \
-  if (B_var == bv && C_var == cv && gate == zv) {                                   \
-    bwd_block_impl(g, sink, b, d0, count, scratch, bv, cv, zv);                      \
-    return;                                                                          \
+#define BWD_CASE(bv, cv, zv)                                                                   \
+  if (B_var == bv && C_var == cv && gate == zv) {                                              \
+    bwd_block_impl(g, sink, b, d0, count, scratch, slot_begins, slot_ends, bv, cv, zv);        \
+    return;                                                                                    \
   }
   BWD_CASE(true, true, false);
   BWD_CASE(true, true, true);

@@ -25,7 +25,8 @@ static void run_job(const scan_job *job) {
     int64_t b, d0;
     int count;
     sf_cpu_block_at(&job->blocking, i, &b, &d0, &count);
-    job->k->fwd_block(job->a, b, d0, count, job->scratch);
+    const bool slot_begins = i == job->block_begin || !sf_cpu_same_slot(&job->blocking, i - 1, i);
+    job->k->fwd_block(job->a, b, d0, count, job->scratch, slot_begins);
   }
 }
 

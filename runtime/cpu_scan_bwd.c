@@ -39,7 +39,9 @@ static void run_job(const bwd_job *job) {
     int64_t b, d0;
     int count;
     sf_cpu_block_at(&job->blocking, i, &b, &d0, &count);
-    job->k->bwd_block(job->a, &job->sink, b, d0, count, job->scratch);
+    const bool slot_begins = i == job->block_begin || !sf_cpu_same_slot(&job->blocking, i - 1, i);
+    const bool slot_ends = i + 1 == job->block_end || !sf_cpu_same_slot(&job->blocking, i, i + 1);
+    job->k->bwd_block(job->a, &job->sink, b, d0, count, job->scratch, slot_begins, slot_ends);
   }
 }
 
