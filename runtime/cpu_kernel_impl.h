@@ -101,26 +101,43 @@ static void gather_states_time_major(sf_dtype T, const void *first, int64_t stat
   }
 }
 
-/* Asks for elements [from, from + n) of `rows` rows `stride` elements apart ahead of their
- * use: the next block's inputs come in from memory while this block computes. */
-static void prefetch_rows(sf_dtype T, const void *first, int64_t stride, int rows, int64_t from,
-                          int64_t n) {
+/* Cache lines asked for ahead of their use (the next block's inputs), a few at a time:
+ * issued all at once they would stall on the core's outstanding misses; spread over the
+ * softplus loops, which wait on their own dependency chains, they come free. */
+typedef struct prefetcher {
+  const char *row[4 * VL]; /* the first byte of each row's range */
+  int rows, next_row;
+  int64_t bytes, next_byte; /* per row */
+} prefetcher;
+
+/* Adds elements [from, from + n) of `rows` rows `stride` elements apart. */
+static void prefetch_add(prefetcher *p, sf_dtype T, const void *first, int64_t stride, int rows,
+                         int64_t from, int64_t n) {
   const int64_t es = sf_dtype_size(T);
-  for (int c = 0; c < rows; c++) {
-    const char *p = (const char *)first + (c * stride + from) * es;
-    for (int64_t off = 0; off < n * es; off += 64) __builtin_prefetch(p + off);
-  }
+  for (int c = 0; c < rows && p->rows < 4 * VL; c++)
+    p->row[p->rows++] = (const char *)first + (c * stride + from) * es;
+  p->bytes = n * es;
 }
 
 /* The same for up to `rows` rows of a (batch, dim, L) tensor from row `row` (b * dim + d),
- * within that batch: the next block's first inputs, asked for during this block's last. */
-static void prefetch_activation(sf_dtype T, const void *base, int64_t batch_stride,
-                                int64_t dim_stride, const sf_scan_fwd_args *a, int64_t row,
-                                int rows, int64_t from, int64_t n) {
+ * within that batch: the next block's first inputs. */
+static void prefetch_add_activation(prefetcher *p, sf_dtype T, const void *base,
+                                    int64_t batch_stride, int64_t dim_stride,
+                                    const sf_scan_fwd_args *a, int64_t row, int rows,
+                                    int64_t from, int64_t n) {
   const int64_t b = row / a->dim, d = row % a->dim;
   if (b >= a->batch) return;
   if (rows > a->dim - d) rows = (int)(a->dim - d);
-  prefetch_rows(T, at(base, T, b * batch_stride + d * dim_stride), dim_stride, rows, from, n);
+  prefetch_add(p, T, at(base, T, b * batch_stride + d * dim_stride), dim_stride, rows, from, n);
+}
+
+/* Asks for the next `lines` lines (every one left with lines < 0). */
+static inline void prefetch_some(prefetcher *p, int lines) {
+  for (; lines != 0 && p->next_row < p->rows; lines--) {
+    __builtin_prefetch(p->row[p->next_row] + p->next_byte);
+    p->next_byte += 64;
+    if (p->next_byte >= p->bytes + 63) p->next_byte = 0, p->next_row++; /* + 63: the last partial line */
+  }
 }
 
 /* dst[n * VL + c] = src[c * row_stride + n] for n < N, c < count; 0 elsewhere up to NP
@@ -193,13 +210,17 @@ ALWAYS_INLINE void fwd_chunk(int steps, int NP, const float *A2, float *h, const
   for (int j = 0; j < SC; j++) vf_store(h + j * VL, hv[j]);
 }
 
-/* v = delta + bias, dt = softplus(v) when asked, in place over `steps` steps. */
-static void make_dt(float *dt, const float *bias, int steps, bool softplus) {
+
+/* v = delta + bias, dt = softplus(v) when asked, in place over `steps` steps; `pf` issues
+ * its prefetches meanwhile. */
+static void make_dt(float *dt, const float *bias, int steps, bool softplus, prefetcher *pf) {
   const vf bv = vf_load(bias);
   for (int t = 0; t < steps; t++) {
     vf v = vf_add(vf_load(dt + t * VL), bv);
     vf_store(dt + t * VL, softplus ? vf_softplus(v) : v);
+    prefetch_some(pf, 2);
   }
+  prefetch_some(pf, -1);
 }
 
 ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t d0, int count,
@@ -247,18 +268,20 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
     const int64_t bc0 = cached ? t0 : 0; /* this block's first step in Bt and Ct */
     if (B_var && !cached) gather_slot_states(T, B_states, a->B_state_stride, N, t0, steps, NP, TB, Bt, tmp);
     if (C_var && !cached) gather_slot_states(T, C_states, a->C_state_stride, N, t0, steps, NP, TB, Ct, tmp);
-    make_dt(dt, bias, steps, a->delta_softplus);
+    /* Meanwhile the next time block's rows, or after the last the next block's first. */
+    prefetcher pf = {.rows = 0};
     if (t0 + TB < L) {
       const int64_t next = L - t0 - TB < TB ? L - t0 - TB : TB;
-      prefetch_rows(T, u_rows, a->u_dim_stride, count, t0 + TB, next);
-      prefetch_rows(T, delta_rows, a->delta_dim_stride, count, t0 + TB, next);
-      if (z_rows) prefetch_rows(T, z_rows, a->z_dim_stride, count, t0 + TB, next);
+      prefetch_add(&pf, T, u_rows, a->u_dim_stride, count, t0 + TB, next);
+      prefetch_add(&pf, T, delta_rows, a->delta_dim_stride, count, t0 + TB, next);
+      if (z_rows) prefetch_add(&pf, T, z_rows, a->z_dim_stride, count, t0 + TB, next);
     } else {
       const int64_t next = row0 + count, n = L < TB ? L : TB;
-      prefetch_activation(T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, 0, n);
-      prefetch_activation(T, a->delta, a->delta_batch_stride, a->delta_dim_stride, a, next, VL, 0, n);
-      if (z_rows) prefetch_activation(T, a->z, a->z_batch_stride, a->z_dim_stride, a, next, VL, 0, n);
+      prefetch_add_activation(&pf, T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, 0, n);
+      prefetch_add_activation(&pf, T, a->delta, a->delta_batch_stride, a->delta_dim_stride, a, next, VL, 0, n);
+      if (z_rows) prefetch_add_activation(&pf, T, a->z, a->z_batch_stride, a->z_dim_stride, a, next, VL, 0, n);
     }
+    make_dt(dt, bias, steps, a->delta_softplus, &pf);
 
     for (int t = 0; t < steps; t++) vf_store(y + t * VL, vf_zero());
     for (int n0 = 0; n0 < NP; n0 += SC)
@@ -532,12 +555,13 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
     const int64_t bc0 = cached ? t0 : 0; /* the interval's first step in Bt and Ct */
     if (B_var && !cached) gather_slot_states(T, B_states, a->B_state_stride, N, t0, steps, NP, (int)W, Bt, tmp);
     if (C_var && !cached) gather_slot_states(T, C_states, a->C_state_stride, N, t0, steps, NP, (int)W, Ct, tmp);
+    prefetcher pf = {.rows = 0};
     if (kk == 0) { /* the next block starts with its last interval */
       const int64_t next = row0 + count, from = (nsaved - 1) * W;
-      prefetch_activation(T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, from, L - from);
-      prefetch_activation(T, a->delta, a->delta_batch_stride, a->delta_dim_stride, a, next, VL, from, L - from);
-      prefetch_activation(T, g->dout, g->dout_batch_stride, g->dout_dim_stride, a, next, VL, from, L - from);
-      if (gate) prefetch_activation(T, a->z, a->z_batch_stride, a->z_dim_stride, a, next, VL, from, L - from);
+      prefetch_add_activation(&pf, T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, from, L - from);
+      prefetch_add_activation(&pf, T, a->delta, a->delta_batch_stride, a->delta_dim_stride, a, next, VL, from, L - from);
+      prefetch_add_activation(&pf, T, g->dout, g->dout_batch_stride, g->dout_dim_stride, a, next, VL, from, L - from);
+      if (gate) prefetch_add_activation(&pf, T, a->z, a->z_batch_stride, a->z_dim_stride, a, next, VL, from, L - from);
     }
     const vf bv = vf_load(bias);
     for (int t = 0; t < steps; t++) {
@@ -546,7 +570,9 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
       if (a->delta_softplus) /* d softplus(v) / dv = sigmoid(v), 1 above 20 */
         dt = vf_softplus_sigmoid(v, &dtdv), dtdv = vf_select_gt(v, 20.0f, one, dtdv);
       vf_store(s[S_DT] + t * VL, dt), vf_store(s[S_DTDV] + t * VL, dtdv);
+      prefetch_some(&pf, 3);
     }
+    prefetch_some(&pf, -1);
 
     /* The interval's start: the state saved after the interval before, or h0. Then, when
      * it has several segments, a forward pass for the state at each segment's start. */

@@ -33,28 +33,46 @@ VEC_INLINE vf vf_select_gt(vf v, float limit, vf x, vf y) {
  * least relative error on [-1/2, 1/2] by scripts/fit_exp2.py: 3e-9 before rounding), times
  * 2^k built in the exponent bits. x is clamped to [-127, 128]: 2^-127 builds as 0, so
  * results below 2^-126.5 are 0 (libm: subnormals), and 2^128 as +Inf, so results from
- * 2^127.5 (1.7e38) up are +Inf; NaN stays NaN (it goes through the multiplies). */
-VEC_INLINE vf vf_exp2(vf x) {
+ * 2^127.5 (1.7e38) up are +Inf; NaN stays NaN (it goes through the multiplies). The
+ * polynomial is evaluated by Horner's rule (fewest operations: the scan's decays are
+ * throughput-bound) or, with `short_chain`, in pairs (Estrin: a shorter dependency chain for
+ * the latency-bound softplus, at one more multiply). */
+VEC_INLINE vf vf_exp2_impl(vf x, const bool short_chain) {
   /* min/max return their second operand for NaN, so x goes second to carry it through. */
   vf xc = _mm256_max_ps(_mm256_set1_ps(-127.0f), _mm256_min_ps(_mm256_set1_ps(128.0f), x));
   /* k = round(x): adding 1.5 * 2^23 leaves k in the low mantissa bits; r = x - k is exact. */
   const vf magic = _mm256_set1_ps(12582912.0f);
   vf j = _mm256_add_ps(xc, magic);
   vf r = _mm256_sub_ps(xc, _mm256_sub_ps(j, magic));
-  /* In pairs (Estrin's scheme): a shorter chain than Horner's for the same work. */
-  vf r2 = _mm256_mul_ps(r, r);
-  vf p01 = _mm256_fmadd_ps(_mm256_set1_ps(0x1.62e430p-1f), r, _mm256_set1_ps(1.0f));
-  vf p23 = _mm256_fmadd_ps(_mm256_set1_ps(0x1.c6af7cp-5f), r, _mm256_set1_ps(0x1.ebfbdcp-3f));
-  vf p45 = _mm256_fmadd_ps(_mm256_set1_ps(0x1.5f082ep-10f), r, _mm256_set1_ps(0x1.3b2de0p-7f));
-  vf p46 = _mm256_fmadd_ps(_mm256_set1_ps(0x1.416b52p-13f), r2, p45);
-  vf p = _mm256_fmadd_ps(_mm256_fmadd_ps(p46, r2, p23), r2, p01);
+  const vf c1 = _mm256_set1_ps(0x1.62e430p-1f), c2 = _mm256_set1_ps(0x1.ebfbdcp-3f);
+  const vf c3 = _mm256_set1_ps(0x1.c6af7cp-5f), c4 = _mm256_set1_ps(0x1.3b2de0p-7f);
+  const vf c5 = _mm256_set1_ps(0x1.5f082ep-10f), c6 = _mm256_set1_ps(0x1.416b52p-13f);
+  const vf one = _mm256_set1_ps(1.0f);
+  vf p;
+  if (short_chain) {
+    vf r2 = _mm256_mul_ps(r, r);
+    vf p01 = _mm256_fmadd_ps(c1, r, one), p23 = _mm256_fmadd_ps(c3, r, c2);
+    vf p46 = _mm256_fmadd_ps(c6, r2, _mm256_fmadd_ps(c5, r, c4));
+    p = _mm256_fmadd_ps(_mm256_fmadd_ps(p46, r2, p23), r2, p01);
+  } else {
+    p = _mm256_fmadd_ps(c6, r, c5);
+    p = _mm256_fmadd_ps(p, r, c4);
+    p = _mm256_fmadd_ps(p, r, c3);
+    p = _mm256_fmadd_ps(p, r, c2);
+    p = _mm256_fmadd_ps(p, r, c1);
+    p = _mm256_fmadd_ps(p, r, one);
+  }
   /* 2^k = (k + 127) << 23 as bits: 0 for k = -127, +Inf for k = 128. */
   __m256i k_bits = _mm256_slli_epi32(_mm256_castps_si256(j), 23);
   vf scale = _mm256_castsi256_ps(_mm256_add_epi32(k_bits, _mm256_set1_epi32(127 << 23)));
   return _mm256_mul_ps(p, scale);
 }
 
-VEC_INLINE vf vf_exp(vf x) { return vf_exp2(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f))); }
+VEC_INLINE vf vf_exp2(vf x) { return vf_exp2_impl(x, false); }
+
+VEC_INLINE vf vf_exp(vf x) {
+  return vf_exp2_impl(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), true);
+}
 
 /* math.md's softplus, log1p(exp(v)) for v <= 20 and v above, as max(v, 0) + log1p(e) with
  * e = exp(-|v|) in (0, 1], so that nothing overflows; log1p(e) = 2 atanh(s), s = e / (2 + e)
@@ -63,7 +81,7 @@ VEC_INLINE vf vf_exp(vf x) { return vf_exp2(_mm256_mul_ps(x, _mm256_set1_ps(1.44
 VEC_INLINE vf vf_softplus_sigmoid(vf v, vf *sigmoid) {
   const vf one = _mm256_set1_ps(1.0f);
   const vf minus_abs = _mm256_or_ps(v, _mm256_set1_ps(-0.0f));
-  const vf e = vf_exp2(_mm256_mul_ps(minus_abs, _mm256_set1_ps(1.44269504088896341f)));
+  const vf e = vf_exp2_impl(_mm256_mul_ps(minus_abs, _mm256_set1_ps(1.44269504088896341f)), true);
   const vf s = _mm256_div_ps(e, _mm256_add_ps(_mm256_set1_ps(2.0f), e));
   const vf z = _mm256_mul_ps(s, s), z2 = _mm256_mul_ps(z, z);
   /* 2/3 + 2/5 z + ... + 2/13 z^5 in pairs (Estrin's scheme, a short chain). */
