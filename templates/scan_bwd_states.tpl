@@ -30,7 +30,7 @@
 @ local det = variant.deterministic
 @ local MAXB = 512 // TB   -- blocks in the longest state interval
 @ local parts = variant.z and 3 or 2
-@ local smem_bytes = parts * CH * LN * (TB + 4) * 4 + (variant.B_var and CH * N * (TB + 1) * 4 or 0) + (variant.C_var and CH * N * (TB + 1) * 4 or 0)
+@ local smem_bytes = (parts * LN + 4) * CH * (TB + 4) * 4 + (variant.B_var and CH * N * (TB + 1) * 4 or 0) + (variant.C_var and CH * N * (TB + 1) * 4 or 0)
 @ if smem_bytes > 48 * 1024 then
 @   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most 49152 allowed", N, CH, TB, smem_bytes))
 @ end
@@ -63,6 +63,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ if variant.C_var then
   __shared__ float red_C[$(CH)][$(N)][$(TB + 1)];
 @ end
+  /* the channel's per-step values, each computed once by the lane that owns the step */
+  __shared__ __align__(16) float steps[4][$(CH)][$(TB + 4)]; /* dt, dt*u, u, g */
   const sf_fwd_params &f = p.f;
   const int lane = threadIdx.x % $(LN);
   const int slot = threadIdx.x / $(LN);
@@ -125,6 +127,51 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   float dD_sum = 0.f, dbias_sum = 0.f;
   float checkpoint[$(MAXB)][$(S)]; /* state at each block's start within an interval */
 
+  /* My share of a block's steps: dt (and d dt / d v), u, g, published for the channel's
+   * other lanes; the gate's factor for dz kept for the output stage. */
+  float u_m[$(Q)], ds_m[$(Q)], g_m[$(Q)], gate_m[$(Q)];
+  auto my_steps = [&](int t0, bool with_dout) {
+    float dt_m[$(Q)], dout_m[$(Q)];
+    load_run(u_row + t0 + mine, L - t0 - mine, 0.f, u_m);
+    load_run(delta_row + t0 + mine, L - t0 - mine, 0.f, dt_m);
+    if (with_dout) load_run(dout_row + t0 + mine, L - t0 - mine, 0.f, dout_m);
+@ if variant.z then
+    float z_m[$(Q)];
+    if (with_dout) load_run(z_row + t0 + mine, L - t0 - mine, 0.f, z_m);
+@ end
+    __syncwarp(); /* the lanes have read the previous block's values */
+#pragma unroll
+    for (int i = 0; i < $(Q); i++) {
+      float dt_i;
+      step_of($(variant.delta_bias and "dt_m[i] + bias" or "dt_m[i]"), dt_i, ds_m[i]);
+      dt_i = t0 + mine + i < L ? dt_i : 0.f; /* padding steps: a = 1, x = 0 */
+      g_m[i] = 0.f;
+      gate_m[i] = 0.f;
+      if (with_dout) {
+@ if variant.z then
+        const float sz = __fdividef(1.f, 1.f + __expf(-z_m[i]));
+        g_m[i] = dout_m[i] * z_m[i] * sz;                   /* g = dout * silu(z) */
+        gate_m[i] = dout_m[i] * sz * (1.f + z_m[i] * (1.f - sz)); /* dz = y * gate */
+@ else
+        g_m[i] = dout_m[i];
+@ end
+      }
+      steps[0][slot][mine + i] = dt_i;
+      steps[1][slot][mine + i] = dt_i * u_m[i];
+      steps[2][slot][mine + i] = u_m[i];
+      steps[3][slot][mine + i] = g_m[i];
+    }
+    __syncwarp();
+  };
+  /* All the block's steps, from the lanes that own them. */
+  auto read_steps = [&](int which, float (&x)[$(TB)]) {
+#pragma unroll
+    for (int i = 0; i < $(TB); i += 4) {
+      const float4 v4 = *reinterpret_cast<const float4 *>(&steps[which][slot][i]);
+      x[i] = v4.x, x[i + 1] = v4.y, x[i + 2] = v4.z, x[i + 3] = v4.w;
+    }
+  };
+
   const int K = f.state_interval;
   for (int c = f.nsaved - 1; c >= 0; c--) {
     const int i0 = c * K;
@@ -141,15 +188,10 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
       for (int s = 0; s < $(S); s++) checkpoint[k][s] = h[s];
       if (k == blocks - 1) break;
       const int t0 = i0 + k * $(TB);
-      float u[$(TB)], dt[$(TB)];
-      load_run(u_row + t0, L - t0, 0.f, u);
-      load_run(delta_row + t0, L - t0, 0.f, dt);
-#pragma unroll
-      for (int i = 0; i < $(TB); i++) {
-        float ds;
-        step_of($(variant.delta_bias and "dt[i] + bias" or "dt[i]"), dt[i], ds);
-        dt[i] = t0 + i < L ? dt[i] : 0.f;
-      }
+      my_steps(t0, false);
+      float dt[$(TB)], dtu[$(TB)];
+      read_steps(0, dt);
+      read_steps(1, dtu);
 #pragma unroll
       for (int s = 0; s < $(S); s++) {
 @ if variant.B_var then
@@ -158,31 +200,19 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ end
 #pragma unroll
         for (int i = 0; i < $(TB); i++)
-          h[s] = exp2f(dt[i] * A2[s]) * h[s] + dt[i] * u[i] * $(variant.B_var and "Bs[i]" or "B_fixed[s]");
+          h[s] = exp2f(dt[i] * A2[s]) * h[s] + dtu[i] * $(variant.B_var and "Bs[i]" or "B_fixed[s]");
       }
     }
 
     /* Backward through the interval's blocks, last first. */
     for (int k = blocks - 1; k >= 0; k--) {
       const int t0 = i0 + k * $(TB);
-      float u[$(TB)], dt[$(TB)], gv[$(TB)];
-      load_run(u_row + t0, L - t0, 0.f, u);
-      load_run(delta_row + t0, L - t0, 0.f, dt);
-      load_run(dout_row + t0, L - t0, 0.f, gv);
-@ if variant.z then
-      {
-        float zv[$(TB)];
-        load_run(z_row + t0, L - t0, 0.f, zv);
-#pragma unroll
-        for (int i = 0; i < $(TB); i++) gv[i] *= zv[i] * __fdividef(1.f, 1.f + __expf(-zv[i])); /* g = dout * silu(z) */
-      }
-@ end
-#pragma unroll
-      for (int i = 0; i < $(TB); i++) {
-        float ds;
-        step_of($(variant.delta_bias and "dt[i] + bias" or "dt[i]"), dt[i], ds);
-        dt[i] = t0 + i < L ? dt[i] : 0.f; /* padding steps: a = 1, x = 0, g = 0 */
-      }
+      my_steps(t0, true);
+      float u[$(TB)], dt[$(TB)], dtu[$(TB)], gv[$(TB)];
+      read_steps(0, dt);
+      read_steps(1, dtu);
+      read_steps(2, u);
+      read_steps(3, gv);
       float du_p[$(TB)], ddt_p[$(TB)];
 @ if variant.z then
       float y_p[$(TB)];
@@ -212,7 +242,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
         for (int i = 0; i < $(TB); i++) {
           a[i] = exp2f(dt[i] * A2[s]);
           hp[i] = hh;
-          hh = a[i] * hh + dt[i] * u[i] * $(Bi);
+          hh = a[i] * hh + dtu[i] * $(Bi);
 @ if variant.z then
           y_p[i] += $(Ci) * hh;
 @ end
@@ -225,8 +255,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
           du_p[i] += dh * dt[i] * $(Bi);
           ddt_p[i] += dh * $(Bi) * u[i] + A_n[s] * dh_a_hp;
           dA_sum[s] += dt[i] * dh_a_hp;
-          const float dB_t = dh * dt[i] * u[i];
-          const float dC_t = gv[i] * (a[i] * hp[i] + dt[i] * u[i] * $(Bi));
+          const float dB_t = dh * dtu[i];
+          const float dC_t = gv[i] * (a[i] * hp[i] + dtu[i] * $(Bi));
 @ if variant.B_var then
           red_B[slot][n_first + s][i] = active ? dB_t : 0.f;
 @ else
@@ -275,14 +305,6 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ end
       /* My share of the steps: the lanes' parts added, the per-step gradients stored. */
       {
-        float u_m[$(Q)], dt_m[$(Q)], ds_m[$(Q)], dout_m[$(Q)];
-        load_run(u_row + t0 + mine, L - t0 - mine, 0.f, u_m);
-        load_run(delta_row + t0 + mine, L - t0 - mine, 0.f, dt_m);
-        load_run(dout_row + t0 + mine, L - t0 - mine, 0.f, dout_m);
-@ if variant.z then
-        float z_m[$(Q)];
-        load_run(z_row + t0 + mine, L - t0 - mine, 0.f, z_m);
-@ end
         float du_m[$(Q)], ddelta_m[$(Q)];
 @ if variant.z then
         float dz_m[$(Q)];
@@ -301,27 +323,20 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
             y_s += part[2][slot][l][mine + i];
 @ end
           }
-          float dt_i;
-          step_of($(variant.delta_bias and "dt_m[i] + bias" or "dt_m[i]"), dt_i, ds_m[i]);
-          const bool inside = t0 + mine + i < L;
 @ if variant.z then
-          const float sz = __fdividef(1.f, 1.f + __expf(-z_m[i]));
-          const float g_i = dout_m[i] * z_m[i] * sz;
 @   if variant.D then
           y_s += D_d * u_m[i];
 @   end
-          dz_m[i] = y_s * dout_m[i] * sz * (1.f + z_m[i] * (1.f - sz));
-@ else
-          const float g_i = dout_m[i];
+          dz_m[i] = y_s * gate_m[i];
 @ end
 @ if variant.D then
-          du_m[i] = du_s + D_d * g_i;
+          du_m[i] = du_s + D_d * g_m[i];
 @ else
           du_m[i] = du_s;
 @ end
           ddelta_m[i] = ddt_s * ds_m[i];
-          if (inside) {
-            dD_sum += g_i * u_m[i];
+          if (t0 + mine + i < L) {
+            dD_sum += g_m[i] * u_m[i];
             dbias_sum += ddelta_m[i];
           }
         }

@@ -54,10 +54,10 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   v->states = 4;
   v->min_blocks = 0;
   v->split_states = false;
-  /* Measured on an H200 (docs/perf.md, backward): with many channels and a small state,
-   * lanes split over states win on long sequences (2129 us against 3481 us for the
-   * Mamba-130M row); on short ones the time split stays. */
-  if (v->dstate % 4 == 0 && v->dstate <= 16 && batch * dim >= 4096 && seqlen >= 1024) {
+  /* Measured on an H200 (docs/perf.md, backward v3): with many channels and a small
+   * state, lanes split over states win (1943 us against 3481 us for the Mamba-130M row,
+   * 113 us against 141 us for MambaVision-T stage 3); at L = 49 the time split stays. */
+  if (v->dstate % 4 == 0 && v->dstate <= 16 && batch * dim >= 4096 && seqlen >= 128) {
     const int64_t per_group = groups > 0 ? dim / groups : dim;
     int channels = 16;
     while (channels > 8 && per_group % channels != 0) channels /= 2;
