@@ -8,13 +8,11 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
 #include "runtime/kernel_params.h"
+#include "runtime/launch_params.h"
 #include "runtime/kernels.h"
 #include "runtime/module.h"
 #include "runtime/scan_args.h"
 #include "tuning/select.h"
-
-/* The grid's y extent is the batch; longer batches are launched in slices. */
-enum { MAX_BATCH_PER_LAUNCH = 65535 };
 
 /* The spec may change the launch configuration, never the function computed. */
 static sf_status check_spec_keeps_call(const sf_variant *call, const sf_variant *spec_variant, const char *spec) {
@@ -63,10 +61,6 @@ sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *lau
   return SF_OK;
 }
 
-static const char *advance(const void *p, int64_t elements, int element_size) {
-  return p ? (const char *)p + elements * element_size : NULL;
-}
-
 static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch) {
   if (r->seqlen > INT_MAX || r->dim > INT_MAX)
     return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
@@ -87,35 +81,10 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
   st = sf_cu_load(&cu);
   if (st != SF_OK) return st;
 
-  const int es = sf_dtype_size(r->dtype);
-  const int64_t N = r->dstate, interval = sf_scan_state_interval(r->seqlen);
-  const int64_t nsaved = sf_scan_saved_states(r->seqlen);
   const unsigned grid_x = (unsigned)((r->dim + v.channels - 1) / v.channels);
-  for (int64_t b0 = 0; b0 < r->batch; b0 += MAX_BATCH_PER_LAUNCH) {
-    const int64_t rows = r->batch - b0 < MAX_BATCH_PER_LAUNCH ? r->batch - b0 : MAX_BATCH_PER_LAUNCH;
-    const int64_t state_offset = b0 * r->dim * N;
-    sf_fwd_params p = {
-        .u = advance(r->u, b0 * r->u_batch_stride, es),
-        .delta = advance(r->delta, b0 * r->delta_batch_stride, es),
-        .z = advance(r->z, b0 * r->z_batch_stride, es),
-        .out = (void *)advance(r->out, b0 * r->out_batch_stride, es),
-        .u_batch_stride = r->u_batch_stride, .u_dim_stride = r->u_dim_stride,
-        .delta_batch_stride = r->delta_batch_stride, .delta_dim_stride = r->delta_dim_stride,
-        .z_batch_stride = r->z_batch_stride, .z_dim_stride = r->z_dim_stride,
-        .out_batch_stride = r->out_batch_stride, .out_dim_stride = r->out_dim_stride,
-        .B = r->B_var ? advance(r->B, b0 * r->B_batch_stride, es) : r->B,
-        .C = r->C_var ? advance(r->C, b0 * r->C_batch_stride, es) : r->C,
-        .B_batch_stride = r->B_batch_stride, .B_group_stride = r->B_group_stride,
-        .B_state_stride = r->B_state_stride,
-        .C_batch_stride = r->C_batch_stride, .C_group_stride = r->C_group_stride,
-        .C_state_stride = r->C_state_stride,
-        .A = r->A, .D = r->D, .delta_bias = r->delta_bias,
-        .h0 = r->h0 ? r->h0 + state_offset : NULL,
-        .last_state = r->last_state ? r->last_state + state_offset : NULL,
-        .saved_states = r->saved_states ? r->saved_states + state_offset * nsaved : NULL,
-        .batch = (int)rows, .dim = (int)r->dim, .seqlen = (int)r->seqlen,
-        .groups = r->groups, .state_interval = (int)interval, .nsaved = (int)nsaved,
-    };
+  for (int64_t b0 = 0; b0 < r->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
+    const int64_t rows = r->batch - b0 < SF_MAX_BATCH_PER_LAUNCH ? r->batch - b0 : SF_MAX_BATCH_PER_LAUNCH;
+    sf_fwd_params p = sf_fwd_params_for_rows(r, b0, rows);
     void *params[] = {&p};
     st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, 1, block, 1, 1, 0,
                                       (CUstream)launch->stream, params, NULL),

@@ -6,11 +6,11 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
 #include "runtime/kernel_params.h"
+#include "runtime/launch_params.h"
 #include "runtime/kernels.h"
 #include "runtime/module.h"
 #include "tuning/select.h"
 
-enum { MAX_BATCH_PER_LAUNCH = 65535 };
 
 static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *out) {
   const sf_scan_fwd_args *f = &r->fwd;
@@ -57,10 +57,6 @@ sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *lau
 static sf_status zero(const sf_cu *cu, float *p, int64_t count, CUstream stream) {
   if (!p || count == 0) return SF_OK;
   return sf_cu_check(cu->MemsetD32Async((CUdeviceptr)(uintptr_t)p, 0, (size_t)count, stream), "cuMemsetD32Async");
-}
-
-static const char *advance(const void *p, int64_t elements, int element_size) {
-  return p ? (const char *)p + elements * element_size : NULL;
 }
 
 /* The five sums the kernel accumulates: the outputs, or their partials. */
@@ -136,9 +132,9 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   if (f->seqlen > INT_MAX || f->dim > INT_MAX)
     return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
                    (long long)f->seqlen, (long long)f->dim);
-  if (r->deterministic && f->batch > MAX_BATCH_PER_LAUNCH)
+  if (r->deterministic && f->batch > SF_MAX_BATCH_PER_LAUNCH)
     return sf_fail(SF_EINVAL, "deterministic backward: batch (%lld) must be at most %d",
-                   (long long)f->batch, MAX_BATCH_PER_LAUNCH);
+                   (long long)f->batch, SF_MAX_BATCH_PER_LAUNCH);
   sf_variant v;
   sf_status st = variant_for(r, launch, &v);
   if (st != SF_OK) return st;
@@ -171,37 +167,18 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   }
 
   const int es = sf_dtype_size(f->dtype);
-  const int64_t nsaved = sf_scan_saved_states(L);
   const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
-  for (int64_t b0 = 0; b0 < f->batch; b0 += MAX_BATCH_PER_LAUNCH) {
-    const int64_t rows = f->batch - b0 < MAX_BATCH_PER_LAUNCH ? f->batch - b0 : MAX_BATCH_PER_LAUNCH;
+  for (int64_t b0 = 0; b0 < f->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
+    const int64_t rows = f->batch - b0 < SF_MAX_BATCH_PER_LAUNCH ? f->batch - b0 : SF_MAX_BATCH_PER_LAUNCH;
     const int64_t state_offset = b0 * f->dim * N;
     sf_bwd_params p = {
-        .f = {
-            .u = advance(f->u, b0 * f->u_batch_stride, es),
-            .delta = advance(f->delta, b0 * f->delta_batch_stride, es),
-            .z = advance(f->z, b0 * f->z_batch_stride, es),
-            .u_batch_stride = f->u_batch_stride, .u_dim_stride = f->u_dim_stride,
-            .delta_batch_stride = f->delta_batch_stride, .delta_dim_stride = f->delta_dim_stride,
-            .z_batch_stride = f->z_batch_stride, .z_dim_stride = f->z_dim_stride,
-            .B = f->B_var ? advance(f->B, b0 * f->B_batch_stride, es) : f->B,
-            .C = f->C_var ? advance(f->C, b0 * f->C_batch_stride, es) : f->C,
-            .B_batch_stride = f->B_batch_stride, .B_group_stride = f->B_group_stride,
-            .B_state_stride = f->B_state_stride,
-            .C_batch_stride = f->C_batch_stride, .C_group_stride = f->C_group_stride,
-            .C_state_stride = f->C_state_stride,
-            .A = f->A, .D = f->D, .delta_bias = f->delta_bias,
-            .h0 = f->h0 ? f->h0 + state_offset : NULL,
-            .saved_states = f->saved_states + state_offset * nsaved,
-            .batch = (int)rows, .dim = (int)f->dim, .seqlen = (int)L, .groups = f->groups,
-            .state_interval = (int)sf_scan_state_interval(L), .nsaved = (int)nsaved,
-        },
-        .dout = advance(r->dout, b0 * r->dout_batch_stride, es),
+        .f = sf_fwd_params_for_rows(f, b0, rows),
+        .dout = sf_advance(r->dout, b0 * r->dout_batch_stride, es),
         .dout_batch_stride = r->dout_batch_stride, .dout_dim_stride = r->dout_dim_stride,
         .d_last_state = r->d_last_state ? r->d_last_state + state_offset : NULL,
-        .du = (void *)advance(r->du, b0 * r->du_batch_stride, es),
-        .ddelta = (void *)advance(r->ddelta, b0 * r->ddelta_batch_stride, es),
-        .dz = (void *)advance(r->dz, b0 * r->dz_batch_stride, es),
+        .du = (void *)sf_advance(r->du, b0 * r->du_batch_stride, es),
+        .ddelta = (void *)sf_advance(r->ddelta, b0 * r->ddelta_batch_stride, es),
+        .dz = (void *)sf_advance(r->dz, b0 * r->dz_batch_stride, es),
         .du_batch_stride = r->du_batch_stride, .du_dim_stride = r->du_dim_stride,
         .ddelta_batch_stride = r->ddelta_batch_stride, .ddelta_dim_stride = r->ddelta_dim_stride,
         .dz_batch_stride = r->dz_batch_stride, .dz_dim_stride = r->dz_dim_stride,

@@ -5,20 +5,8 @@
 
 #include "runtime/check.h"
 #include "scanforge/scanforge.h"
+#include "tests/support/gpu_fixture.h"
 
-static sf_context *ctx;
-
-static void setup(void) {
-  int count = 0;
-  if (sf_device_count(&count) != SF_OK || count == 0) return;
-  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
-}
-
-static void teardown(void) { sf_context_destroy(ctx); }
-
-static void skip_without_gpu(void) {
-  if (!ctx) cr_skip_test("no CUDA device or driver: %s", sf_last_error());
-}
 
 typedef struct flag_set {
   const char *name;
@@ -54,7 +42,7 @@ static int run_matrix(sf_dtype dtype, int dstate) {
           .d_last_state = fs->d_last_state};
       sf_launch launch = {0};
       sf_check_bwd_result r;
-      sf_status st = sf_check_bwd(ctx, &shape, &launch, seed++, &r);
+      sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
       cr_expect_eq(st, SF_OK, "%s N=%d L=%lld [%s]: %s", sf_dtype_name(dtype), dstate,
                    (long long)lengths[l], fs->name, sf_last_error());
       if (st != SF_OK) { failures++; continue; }
@@ -68,8 +56,8 @@ static int run_matrix(sf_dtype dtype, int dstate) {
 }
 
 #define DTYPE_DSTATE_TEST(dtype, name, n) \
-  Test(bwd_gpu, name##_dstate_##n, .init = setup, .fini = teardown, .timeout = 300) { \
-    skip_without_gpu();                                                           \
+  Test(bwd_gpu, name##_dstate_##n, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) { \
+    gpu_skip_without_device();                                                           \
     cr_expect_eq(run_matrix(dtype, n), 0);                                        \
   }
 
@@ -90,8 +78,8 @@ DTYPE_DSTATE_TEST(SF_BF16, bf16, 64)
 DTYPE_DSTATE_TEST(SF_BF16, bf16, 256)
 
 /* The launch configurations of the backward template (threads x items = the interval). */
-Test(bwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout = 300) {
-  skip_without_gpu();
+Test(bwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
   static const struct { int64_t L; const char *spec; } cases[] = {
       {49, "threads=8,items=8,channels=16"},   {49, "threads=32,items=2,channels=1"},
       {49, "threads=64,items=1,channels=2"},   {196, "threads=32,items=8,channels=4"},
@@ -108,7 +96,7 @@ Test(bwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout =
                             .softplus = true, .h0 = true, .d_last_state = true};
     sf_launch launch = {.spec = cases[k].spec};
     sf_check_bwd_result r;
-    sf_status st = sf_check_bwd(ctx, &shape, &launch, seed++, &r);
+    sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
     cr_expect_eq(st, SF_OK, "%s L=%lld: %s", cases[k].spec, (long long)cases[k].L, sf_last_error());
     if (st != SF_OK) continue;
     char errors[512] = "";
@@ -118,8 +106,8 @@ Test(bwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout =
 }
 
 /* Deterministic mode: correct, and bitwise identical over five runs of a large shape. */
-Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = setup, .fini = teardown, .timeout = 300) {
-  skip_without_gpu();
+Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
   static const struct { bool B_fixed, C_fixed; int groups; const char *spec; } layouts[] = {
       {false, false, 1, NULL}, {true, false, 2, NULL}, {true, true, 1, NULL},
       {false, false, 1, "split=state,threads=4,items=8,channels=16"},
@@ -134,7 +122,7 @@ Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = setup, .fini =
     for (int run = 0; run < 5; run++) {
       sf_launch launch = {.spec = layouts[k].spec};
       sf_check_bwd_result r;
-      cr_assert_eq(sf_check_bwd(ctx, &shape, &launch, 4242, &r), SF_OK, "%s", sf_last_error());
+      cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &launch, 4242, &r), SF_OK, "%s", sf_last_error());
       char errors[512] = "";
       describe(errors, sizeof errors, &r);
       cr_expect(r.passed, "layout %zu run %d: %s", k, run, errors);

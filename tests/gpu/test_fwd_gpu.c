@@ -5,21 +5,8 @@
 
 #include "runtime/check.h"
 #include "scanforge/scanforge.h"
+#include "tests/support/gpu_fixture.h"
 
-static sf_context *ctx;
-
-static void setup(void) {
-  int count = 0;
-  if (sf_device_count(&count) != SF_OK || count == 0) return;
-  cr_assert_eq(sf_context_create(&(sf_context_options){.cache_memory_only = false}, &ctx), SF_OK,
-               "%s", sf_last_error());
-}
-
-static void teardown(void) { sf_context_destroy(ctx); }
-
-static void skip_without_gpu(void) {
-  if (!ctx) cr_skip_test("no CUDA device or driver: %s", sf_last_error());
-}
 
 typedef struct flag_set {
   const char *name;
@@ -48,7 +35,7 @@ static int run_matrix(sf_dtype dtype, int dstate) {
           .softplus = fs->softplus, .B_fixed = fs->B_fixed, .C_fixed = fs->C_fixed, .h0 = fs->h0};
       sf_launch launch = {0};
       sf_check_result r;
-      sf_status st = sf_check_fwd(ctx, &shape, &launch, seed++, &r);
+      sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
       cr_expect_eq(st, SF_OK, "%s N=%d L=%lld [%s]: %s", sf_dtype_name(dtype), dstate,
                    (long long)lengths[l], fs->name, sf_last_error());
       if (st != SF_OK) { failures++; continue; }
@@ -63,8 +50,8 @@ static int run_matrix(sf_dtype dtype, int dstate) {
 }
 
 #define DTYPE_DSTATE_TEST(dtype, name, n) \
-  Test(fwd_gpu, name##_dstate_##n, .init = setup, .fini = teardown, .timeout = 300) { \
-    skip_without_gpu();                                                           \
+  Test(fwd_gpu, name##_dstate_##n, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) { \
+    gpu_skip_without_device();                                                           \
     cr_expect_eq(run_matrix(dtype, n), 0);                                        \
   }
 
@@ -86,8 +73,8 @@ DTYPE_DSTATE_TEST(SF_BF16, bf16, 256)
 
 /* Every launch configuration the templates offer, on shapes with several chunks and
  * channels that do not fill the last block. */
-Test(fwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout = 300) {
-  skip_without_gpu();
+Test(fwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
   static const char *const configs[] = {
       "threads=1,items=1,channels=32",  "threads=4,items=3,channels=8",
       "threads=8,items=8,channels=16",  "threads=32,items=1,channels=1",
@@ -110,7 +97,7 @@ Test(fwd_gpu, launch_configurations, .init = setup, .fini = teardown, .timeout =
                               .softplus = true, .h0 = true};
       sf_launch launch = {.spec = configs[k]};
       sf_check_result r;
-      sf_status st = sf_check_fwd(ctx, &shape, &launch, seed++, &r);
+      sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
       cr_expect_eq(st, SF_OK, "%s L=%lld: %s", configs[k], (long long)lengths[l], sf_last_error());
       if (st == SF_OK)
         cr_expect(r.passed, "%s L=%lld: out %.3g, last_state %.3g, saved %.3g", configs[k],

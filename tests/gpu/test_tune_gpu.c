@@ -7,24 +7,12 @@
 
 #include "runtime/check.h"
 #include "scanforge/scanforge.h"
+#include "tests/support/gpu_fixture.h"
 #include "tuning/database.h"
 #include "tuning/lookup.h"
 #include "tuning/select.h"
 #include "tuning/tuner.h"
 
-static sf_context *ctx;
-
-static void setup(void) {
-  int count = 0;
-  if (sf_device_count(&count) != SF_OK || count == 0) return;
-  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
-}
-
-static void teardown(void) { sf_context_destroy(ctx); }
-
-static void skip_without_gpu(void) {
-  if (!ctx) cr_skip_test("no CUDA device or driver: %s", sf_last_error());
-}
 
 /* MambaVision-T stage 3 forward (fp32), a bf16 forward of 1024 steps, a small backward. */
 static const char entries[] =
@@ -46,8 +34,8 @@ static const sf_tune_candidate *find(const sf_tune_entry *e, sf_tune_knobs k) {
   return NULL;
 }
 
-Test(tune_gpu, three_entries_tuned_and_checked, .init = setup, .fini = teardown, .timeout = 900) {
-  skip_without_gpu();
+Test(tune_gpu, three_entries_tuned_and_checked, .init = gpu_setup, .fini = gpu_teardown, .timeout = 900) {
+  gpu_skip_without_device();
   char dir[] = "/tmp/sf_tune_gpu_XXXXXX";
   cr_assert(mkdtemp(dir));
   char db_path[256];
@@ -59,7 +47,7 @@ Test(tune_gpu, three_entries_tuned_and_checked, .init = setup, .fini = teardown,
   cr_assert_eq(count, 3);
   sf_tune_options opt = {.db_path = db_path, .reps = 20, .warmup = 2, .entry_done = count_entry};
   sf_tune_summary sum;
-  cr_assert_eq(sf_tune_run(ctx, requests, count, &opt, &sum), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_tune_run(gpu_ctx, requests, count, &opt, &sum), SF_OK, "%s", sf_last_error());
   cr_expect_eq(sum.tuned, 3, "tuned %d, failed %d, left %d", sum.tuned, sum.failed, sum.left);
   cr_expect_eq(sum.failed, 0);
   cr_expect_eq(sum.partial, 0);
@@ -116,11 +104,11 @@ Test(tune_gpu, three_entries_tuned_and_checked, .init = setup, .fini = teardown,
                             .softplus = v.softplus, .B_fixed = !v.B_var, .C_fixed = !v.C_var};
     if (v.op == SF_OP_BWD) {
       sf_check_bwd_result r;
-      cr_expect_eq(sf_check_bwd(ctx, &shape, &launch, 99, &r), SF_OK, "%s", sf_last_error());
+      cr_expect_eq(sf_check_bwd(gpu_ctx, &shape, &launch, 99, &r), SF_OK, "%s", sf_last_error());
       cr_expect(r.passed, "entry %d: the tuned backward %s fails its check", i, spec);
     } else {
       sf_check_result r;
-      cr_expect_eq(sf_check_fwd(ctx, &shape, &launch, 99, &r), SF_OK, "%s", sf_last_error());
+      cr_expect_eq(sf_check_fwd(gpu_ctx, &shape, &launch, 99, &r), SF_OK, "%s", sf_last_error());
       cr_expect(r.passed, "entry %d: the tuned forward %s fails its check (out %g)", i, spec, r.out_error);
     }
   }
@@ -130,7 +118,7 @@ Test(tune_gpu, three_entries_tuned_and_checked, .init = setup, .fini = teardown,
   entries_seen = 0;
   sf_tune_summary again;
   opt.entry_done = NULL;
-  cr_assert_eq(sf_tune_run(ctx, requests, count, &opt, &again), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_tune_run(gpu_ctx, requests, count, &opt, &again), SF_OK, "%s", sf_last_error());
   cr_expect_eq(again.skipped, 3);
   cr_expect_eq(again.tuned, 0);
 
