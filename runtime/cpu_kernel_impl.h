@@ -182,13 +182,27 @@ static size_t fwd_scratch(const sf_scan_fwd_args *a) {
   return 4 * NP * VL + 2 * VL + 4 * TB * VL + 8 * TB + 2 * bc_steps * NP;
 }
 
+/* exp(dt A) = 2^(dt A2), A2 = A log2(e); `le0` when dt A <= 0 for sure. */
+ALWAYS_INLINE vf decay_of(vf dt, vf A2, const bool le0) {
+  return le0 ? vf_exp2_nonpositive(vf_mul(dt, A2)) : vf_exp2(vf_mul(dt, A2));
+}
+
+/* Whether every decay of the block is exp of something <= 0: softplus makes dt >= 0, and
+ * A <= 0 (as Mamba's A = -exp(A_log) is); NaN goes through either way. */
+static bool decays_le0(const sf_scan_fwd_args *a, const float *A2, int NP) {
+  if (!a->delta_softplus) return false;
+  for (int i = 0; i < NP * VL; i++)
+    if (A2[i] > 0.0f) return false;
+  return true;
+}
+
 /* SC states from n0 over `steps` steps: h = exp(dt A) h + dt u B, y += C h. A2 (A log2(e),
  * so that the decay is one exp2), Bf, Cf, h are the chunk's lane arrays, Bt and Ct its
  * column of the time-major blocks. */
 ALWAYS_INLINE void fwd_chunk(int steps, int NP, const float *A2, float *h, const float *dt,
                              const float *u, float *y, const float *Bt, const float *Bf,
                              const float *Ct, const float *Cf, const bool B_var,
-                             const bool C_var) {
+                             const bool C_var, const bool le0) {
   vf hv[SC], Av[SC], Bv[SC], Cv[SC];
   for (int j = 0; j < SC; j++) {
     hv[j] = vf_load(h + j * VL), Av[j] = vf_load(A2 + j * VL);
@@ -199,7 +213,7 @@ ALWAYS_INLINE void fwd_chunk(int steps, int NP, const float *A2, float *h, const
     const vf d = vf_load(dt + t * VL), du = vf_mul(d, vf_load(u + t * VL));
     vf yv = vf_load(y + t * VL);
     for (int j = 0; j < SC; j++) {
-      const vf decay = vf_exp2(vf_mul(d, Av[j]));
+      const vf decay = decay_of(d, Av[j], le0);
       const vf Bj = B_var ? vf_bcast(Bt + t * NP + j) : Bv[j];
       hv[j] = vf_fma(decay, hv[j], vf_mul(du, Bj));
       const vf Cj = C_var ? vf_bcast(Ct + t * NP + j) : Cv[j];
@@ -241,6 +255,7 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
 
   gather_lanes(a->A + d0 * N, N, N, count, NP, A2);
   scale(A2, NP * VL, LOG2E);
+  const bool le0 = decays_le0(a, A2, NP);
   if (!B_var) gather_lanes((const float *)a->B + d0 * N, N, N, count, NP, Bf);
   if (!C_var) gather_lanes((const float *)a->C + d0 * N, N, N, count, NP, Cf);
   gather_lanes(a->h0 ? a->h0 + row0 * N : NULL, N, N, count, NP, h);
@@ -284,9 +299,15 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
     make_dt(dt, bias, steps, a->delta_softplus, &pf);
 
     for (int t = 0; t < steps; t++) vf_store(y + t * VL, vf_zero());
-    for (int n0 = 0; n0 < NP; n0 += SC)
-      fwd_chunk(steps, NP, A2 + n0 * VL, h + n0 * VL, dt, u, y, Bt + bc0 * NP + n0, Bf + n0 * VL,
-                Ct + bc0 * NP + n0, Cf + n0 * VL, B_var, C_var);
+    for (int n0 = 0; n0 < NP; n0 += SC) {
+      const float *Bc = Bt + bc0 * NP + n0, *Cc = Ct + bc0 * NP + n0;
+      if (le0) /* two copies of the loop: with and without the upper clamp */
+        fwd_chunk(steps, NP, A2 + n0 * VL, h + n0 * VL, dt, u, y, Bc, Bf + n0 * VL, Cc,
+                  Cf + n0 * VL, B_var, C_var, true);
+      else
+        fwd_chunk(steps, NP, A2 + n0 * VL, h + n0 * VL, dt, u, y, Bc, Bf + n0 * VL, Cc,
+                  Cf + n0 * VL, B_var, C_var, false);
+    }
 
     const vf Dv = vf_load(D);
     for (int t = 0; t < steps; t++) {
@@ -368,7 +389,8 @@ ALWAYS_INLINE void recompute_chunk(int tb, int tl, int NP, const float *A2, cons
                                    float *h_out, const float *dt, const float *u, float *y,
                                    const float *Bt, const float *Bf, const float *Ct,
                                    const float *Cf, float *hs, float *as, const bool B_var,
-                                   const bool C_var, const bool keep, const bool gate) {
+                                   const bool C_var, const bool keep, const bool gate,
+                                   const bool le0) {
   vf hv[SC], Av[SC], Bv[SC], Cv[SC];
   for (int j = 0; j < SC; j++) {
     hv[j] = vf_load(h_in + j * VL), Av[j] = vf_load(A2 + j * VL);
@@ -381,7 +403,7 @@ ALWAYS_INLINE void recompute_chunk(int tb, int tl, int NP, const float *A2, cons
     const vf d = vf_load(dt + ti * VL), du = vf_mul(d, vf_load(u + ti * VL));
     vf yv = keep && gate ? vf_load(y + ti * VL) : vf_zero();
     for (int j = 0; j < SC; j++) {
-      const vf decay = vf_exp2(vf_mul(d, Av[j]));
+      const vf decay = decay_of(d, Av[j], le0);
       const vf Bj = B_var ? vf_bcast(Bt + ti * NP + j) : Bv[j];
       hv[j] = vf_fma(decay, hv[j], vf_mul(du, Bj));
       if (keep) {
@@ -519,6 +541,7 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
   gather_lanes(a->A + d0 * N, N, N, count, NP, A);
   memcpy(A2, A, sizeof(float) * NP * VL);
   scale(A2, NP * VL, LOG2E);
+  const bool le0 = decays_le0(a, A2, NP);
   if (!B_var) gather_lanes((const float *)a->B + d0 * N, N, N, count, NP, Bf);
   if (!C_var) gather_lanes((const float *)a->C + d0 * N, N, N, count, NP, Cf);
   gather_lanes(g->d_last_state ? g->d_last_state + row0 * N : NULL, N, N, count, NP, carry);
@@ -582,20 +605,33 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
     const float *Bk = Bt + bc0 * NP, *Ck = Ct + bc0 * NP;
     const int segments = (int)((steps + S - 1) / S);
     for (int n0 = 0; n0 < NP; n0 += SC)
-      for (int sg = 0; sg + 1 < segments; sg++)
-        recompute_chunk((int)(sg * S), (int)S, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL,
-                        hk + ((sg + 1) * NP + n0) * VL, s[S_DT], s[S_U], NULL, Bk + n0,
-                        Bf + n0 * VL, Ck + n0, Cf + n0 * VL, NULL, NULL, B_var, C_var, false,
-                        false);
+      for (int sg = 0; sg + 1 < segments; sg++) {
+        const float *h_in = hk + (sg * NP + n0) * VL;
+        float *h_out = hk + ((sg + 1) * NP + n0) * VL;
+        if (le0)
+          recompute_chunk((int)(sg * S), (int)S, NP, A2 + n0 * VL, h_in, h_out, s[S_DT], s[S_U],
+                          NULL, Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL, NULL, NULL, B_var,
+                          C_var, false, false, true);
+        else
+          recompute_chunk((int)(sg * S), (int)S, NP, A2 + n0 * VL, h_in, h_out, s[S_DT], s[S_U],
+                          NULL, Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL, NULL, NULL, B_var,
+                          C_var, false, false, false);
+      }
 
     for (int sg = segments - 1; sg >= 0; sg--) {
       const int tb = (int)(sg * S), tl = (int)(steps - tb < S ? steps - tb : S);
       if (gate)
         for (int t = tb; t < tb + tl; t++) vf_store(s[S_Y] + t * VL, vf_zero());
-      for (int n0 = 0; n0 < NP; n0 += SC)
-        recompute_chunk(tb, tl, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL, NULL, s[S_DT],
-                        s[S_U], s[S_Y], Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL,
-                        hs + n0 * VL, as + n0 * VL, B_var, C_var, true, gate);
+      for (int n0 = 0; n0 < NP; n0 += SC) {
+        if (le0) /* two copies of the loop, as in the forward */
+          recompute_chunk(tb, tl, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL, NULL, s[S_DT],
+                          s[S_U], s[S_Y], Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL,
+                          hs + n0 * VL, as + n0 * VL, B_var, C_var, true, gate, true);
+        else
+          recompute_chunk(tb, tl, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL, NULL, s[S_DT],
+                          s[S_U], s[S_Y], Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL,
+                          hs + n0 * VL, as + n0 * VL, B_var, C_var, true, gate, false);
+      }
       const vf Dv = vf_load(D);
       for (int t = tb; t < tb + tl; t++) {
         if (gate) { /* g = dout silu(z); dz = dout y s (1 + z (1 - s)) */

@@ -63,15 +63,20 @@ VEC_INLINE vf pow2_poly(vf r, vf j, const bool short_chain) {
 
 /* 2^x within 1 ulp (0.8 measured): x = k + r, r = x - round(x) exact. x is clamped to
  * [-127, 128], so results below about 2^-126.5 are 0 (libm: subnormals) and from 2^127.5
- * (1.7e38) up +Inf. */
-VEC_INLINE vf vf_exp2(vf x) {
+ * (1.7e38) up +Inf. With `nonpositive` the caller promises x <= 0 (or NaN), and only the
+ * lower clamp is applied: one operation less per decay in the scan's hottest loop. */
+VEC_INLINE vf vf_exp2_impl(vf x, const bool nonpositive) {
   /* min/max return their second operand for NaN, so x goes second to carry it through. */
-  vf xc = _mm256_max_ps(_mm256_set1_ps(-127.0f), _mm256_min_ps(_mm256_set1_ps(128.0f), x));
+  if (!nonpositive) x = _mm256_min_ps(_mm256_set1_ps(128.0f), x);
+  vf xc = _mm256_max_ps(_mm256_set1_ps(-127.0f), x);
   /* Adding 1.5 * 2^23 rounds to an integer and leaves it in the low mantissa bits. */
   const vf magic = _mm256_set1_ps(12582912.0f);
   vf j = _mm256_add_ps(xc, magic);
   return pow2_poly(_mm256_sub_ps(xc, _mm256_sub_ps(j, magic)), j, false);
 }
+
+VEC_INLINE vf vf_exp2(vf x) { return vf_exp2_impl(x, false); }
+VEC_INLINE vf vf_exp2_nonpositive(vf x) { return vf_exp2_impl(x, true); }
 
 /* e^x within about 1 ulp: k = round(x / ln2) and r = x - k ln2 with ln2 in two parts (Cody
  * and Waite), so that r keeps float precision for large |x|; then 2^(r / ln2) 2^k. Clamped
@@ -167,6 +172,7 @@ VEC_INLINE vf vf_div(vf a, vf b) { return a / b; }
 VEC_INLINE vf vf_fma(vf a, vf b, vf c) { return a * b + c; } /* fmaf is a slow call without FMA */
 VEC_INLINE vf vf_select_gt(vf v, float limit, vf x, vf y) { return v > limit ? x : y; }
 VEC_INLINE vf vf_exp2(vf x) { return exp2f(x); }
+VEC_INLINE vf vf_exp2_nonpositive(vf x) { return exp2f(x); }
 VEC_INLINE vf vf_exp(vf x) { return expf(x); }
 VEC_INLINE vf vf_softplus(vf v) { return v <= 20.0f ? log1pf(expf(v)) : v; }
 VEC_INLINE vf vf_sigmoid(vf v) { return 1.0f / (1.0f + expf(-v)); }

@@ -13,7 +13,7 @@
 #define SF_VEC_AVX2 1
 #include "runtime/cpu_vec.h"
 
-enum { F_EXP2, F_EXP, F_SOFTPLUS, F_SIGMOID };
+enum { F_EXP2, F_EXP, F_SOFTPLUS, F_SIGMOID, F_EXP2_NONPOSITIVE };
 
 /* y[i] = f(x[i]) for n a multiple of 8. */
 static void apply(int f, const float *x, float *y, int n) {
@@ -22,6 +22,7 @@ static void apply(int f, const float *x, float *y, int n) {
     vf r, sig;
     switch (f) {
       case F_EXP2: r = vf_exp2(v); break;
+      case F_EXP2_NONPOSITIVE: r = vf_exp2_nonpositive(v); break;
       case F_EXP: r = vf_exp(v); break;
       case F_SOFTPLUS: r = vf_softplus(v); break;
       default: vf_softplus_sigmoid(v, &sig), r = sig;
@@ -46,7 +47,8 @@ static void need_avx2(void) {
 
 static double reference(int f, double x) {
   switch (f) {
-    case F_EXP2: return exp2(x);
+    case F_EXP2:
+    case F_EXP2_NONPOSITIVE: return exp2(x);
     case F_EXP: return exp(x);
     case F_SOFTPLUS: return x > 20 ? x : log1p(exp(x));
     default: return 1 / (1 + exp(-x));
@@ -86,6 +88,8 @@ Test(cpu_vec, exp2_within_one_ulp) {
   cr_expect(e <= 1.0, "exp2: %.3f ulp", e);
   e = worst_ulps(F_EXP2, -0.5f, 0.5f, 1 << 20); /* the polynomial's own interval, densely */
   cr_expect(e <= 1.0, "exp2 on [-1/2, 1/2]: %.3f ulp", e);
+  e = worst_ulps(F_EXP2_NONPOSITIVE, -126.0f, 0.0f, 1 << 22); /* the decays' variant */
+  cr_expect(e <= 1.0, "exp2 of x <= 0: %.3f ulp", e);
 }
 
 Test(cpu_vec, exp_softplus_and_sigmoid_within_a_few_ulps) {
@@ -112,6 +116,8 @@ Test(cpu_vec, special_values) {
       {F_EXP2, 127.75f, INFINITY}, /* above 2^127.5, documented */
       {F_EXP2, -1000.0f, 0.0f},    {F_EXP2, 0.0f, 1.0f},         {F_EXP2, 10.0f, 1024.0f},
       {F_EXP2, -126.0f, 0x1p-126f}, {F_EXP2, 127.0f, 0x1p127f},
+      {F_EXP2_NONPOSITIVE, NAN, NAN}, {F_EXP2_NONPOSITIVE, -INFINITY, 0.0f},
+      {F_EXP2_NONPOSITIVE, -1000.0f, 0.0f}, {F_EXP2_NONPOSITIVE, -0.0f, 1.0f},
       {F_EXP, NAN, NAN},           {F_EXP, INFINITY, INFINITY},  {F_EXP, -INFINITY, 0.0f},
       {F_EXP, -200.0f, 0.0f},      {F_EXP, 0.0f, 1.0f},
       {F_SOFTPLUS, NAN, NAN},      {F_SOFTPLUS, INFINITY, INFINITY},
