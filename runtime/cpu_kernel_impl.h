@@ -105,7 +105,8 @@ static void gather_states_time_major(sf_dtype T, const void *first, int64_t stat
  * issued all at once they would stall on the core's outstanding misses; spread over the
  * softplus loops, which wait on their own dependency chains, they come free. */
 typedef struct prefetcher {
-  const char *row[4 * VL]; /* the first byte of each row's range */
+  const char *row[6 * VL]; /* the first byte of each row's range */
+  bool write[6 * VL];      /* rows about to be written */
   int rows, next_row;
   int64_t bytes, next_byte; /* per row */
 } prefetcher;
@@ -114,9 +115,17 @@ typedef struct prefetcher {
 static void prefetch_add(prefetcher *p, sf_dtype T, const void *first, int64_t stride, int rows,
                          int64_t from, int64_t n) {
   const int64_t es = sf_dtype_size(T);
-  for (int c = 0; c < rows && p->rows < 4 * VL; c++)
-    p->row[p->rows++] = (const char *)first + (c * stride + from) * es;
+  for (int c = 0; c < rows && p->rows < 6 * VL; c++)
+    p->write[p->rows] = false, p->row[p->rows++] = (const char *)first + (c * stride + from) * es;
   p->bytes = n * es;
+}
+
+/* The same for rows the block writes: their lines come in for writing meanwhile. */
+static void prefetch_add_for_write(prefetcher *p, sf_dtype T, const void *first, int64_t stride,
+                                   int rows, int64_t from, int64_t n) {
+  const int start = p->rows;
+  prefetch_add(p, T, first, stride, rows, from, n);
+  for (int i = start; i < p->rows; i++) p->write[i] = true;
 }
 
 /* The same for up to `rows` rows of a (batch, dim, L) tensor from row `row` (b * dim + d),
@@ -134,7 +143,10 @@ static void prefetch_add_activation(prefetcher *p, sf_dtype T, const void *base,
 /* Asks for the next `lines` lines (every one left with lines < 0). */
 static inline void prefetch_some(prefetcher *p, int lines) {
   for (; lines != 0 && p->next_row < p->rows; lines--) {
-    __builtin_prefetch(p->row[p->next_row] + p->next_byte);
+    if (p->write[p->next_row])
+      __builtin_prefetch(p->row[p->next_row] + p->next_byte, 1);
+    else
+      __builtin_prefetch(p->row[p->next_row] + p->next_byte);
     p->next_byte += 64;
     if (p->next_byte >= p->bytes + 63) p->next_byte = 0, p->next_row++; /* + 63: the last partial line */
   }
@@ -283,8 +295,10 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
     const int64_t bc0 = cached ? t0 : 0; /* this block's first step in Bt and Ct */
     if (B_var && !cached) gather_slot_states(T, B_states, a->B_state_stride, N, t0, steps, NP, TB, Bt, tmp);
     if (C_var && !cached) gather_slot_states(T, C_states, a->C_state_stride, N, t0, steps, NP, TB, Ct, tmp);
-    /* Meanwhile the next time block's rows, or after the last the next block's first. */
+    /* Meanwhile this time block's out rows, written at its end, and the next time block's
+     * input rows, or after the last the next block's first. */
     prefetcher pf = {.rows = 0};
+    prefetch_add_for_write(&pf, T, out_rows, a->out_dim_stride, count, t0, steps);
     if (t0 + TB < L) {
       const int64_t next = L - t0 - TB < TB ? L - t0 - TB : TB;
       prefetch_add(&pf, T, u_rows, a->u_dim_stride, count, t0 + TB, next);
@@ -579,6 +593,9 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
     if (B_var && !cached) gather_slot_states(T, B_states, a->B_state_stride, N, t0, steps, NP, (int)W, Bt, tmp);
     if (C_var && !cached) gather_slot_states(T, C_states, a->C_state_stride, N, t0, steps, NP, (int)W, Ct, tmp);
     prefetcher pf = {.rows = 0};
+    /* This interval's du and ddelta, written at its end. */
+    if (g->du) prefetch_add_for_write(&pf, T, at(g->du, T, b * g->du_batch_stride + d0 * g->du_dim_stride), g->du_dim_stride, count, t0, steps);
+    if (g->ddelta) prefetch_add_for_write(&pf, T, at(g->ddelta, T, b * g->ddelta_batch_stride + d0 * g->ddelta_dim_stride), g->ddelta_dim_stride, count, t0, steps);
     if (kk == 0) { /* the next block starts with its last interval */
       const int64_t next = row0 + count, from = (nsaved - 1) * W;
       prefetch_add_activation(&pf, T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, from, L - from);
