@@ -214,7 +214,7 @@ static bool decays_le0(const sf_scan_fwd_args *a, const float *A2, int NP) {
 ALWAYS_INLINE void fwd_chunk(int steps, int NP, const float *A2, float *h, const float *dt,
                              const float *u, float *y, const float *Bt, const float *Bf,
                              const float *Ct, const float *Cf, const bool B_var,
-                             const bool C_var, const bool le0) {
+                             const bool C_var, const bool le0, prefetcher *pf) {
   vf hv[SC], Av[SC], Bv[SC], Cv[SC];
   for (int j = 0; j < SC; j++) {
     hv[j] = vf_load(h + j * VL), Av[j] = vf_load(A2 + j * VL);
@@ -232,21 +232,19 @@ ALWAYS_INLINE void fwd_chunk(int steps, int NP, const float *A2, float *h, const
       yv = vf_fma(Cj, hv[j], yv);
     }
     vf_store(y + t * VL, yv);
+    if (pf) prefetch_some(pf, 2); /* the loop waits on the FMA units; loads are idle */
   }
   for (int j = 0; j < SC; j++) vf_store(h + j * VL, hv[j]);
 }
 
 
-/* v = delta + bias, dt = softplus(v) when asked, in place over `steps` steps; `pf` issues
- * its prefetches meanwhile. */
-static void make_dt(float *dt, const float *bias, int steps, bool softplus, prefetcher *pf) {
+/* v = delta + bias, dt = softplus(v) when asked, in place over `steps` steps. */
+static void make_dt(float *dt, const float *bias, int steps, bool softplus) {
   const vf bv = vf_load(bias);
   for (int t = 0; t < steps; t++) {
     vf v = vf_add(vf_load(dt + t * VL), bv);
     vf_store(dt + t * VL, softplus ? vf_softplus(v) : v);
-    prefetch_some(pf, 2);
   }
-  prefetch_some(pf, -1);
 }
 
 ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t d0, int count,
@@ -310,18 +308,20 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
       prefetch_add_activation(&pf, T, a->delta, a->delta_batch_stride, a->delta_dim_stride, a, next, VL, 0, n);
       if (z_rows) prefetch_add_activation(&pf, T, a->z, a->z_batch_stride, a->z_dim_stride, a, next, VL, 0, n);
     }
-    make_dt(dt, bias, steps, a->delta_softplus, &pf);
+    make_dt(dt, bias, steps, a->delta_softplus);
 
     for (int t = 0; t < steps; t++) vf_store(y + t * VL, vf_zero());
     for (int n0 = 0; n0 < NP; n0 += SC) {
       const float *Bc = Bt + bc0 * NP + n0, *Cc = Ct + bc0 * NP + n0;
+      prefetcher *chunk_pf = n0 == 0 ? &pf : NULL;
       if (le0) /* two copies of the loop: with and without the upper clamp */
         fwd_chunk(steps, NP, A2 + n0 * VL, h + n0 * VL, dt, u, y, Bc, Bf + n0 * VL, Cc,
-                  Cf + n0 * VL, B_var, C_var, true);
+                  Cf + n0 * VL, B_var, C_var, true, chunk_pf);
       else
         fwd_chunk(steps, NP, A2 + n0 * VL, h + n0 * VL, dt, u, y, Bc, Bf + n0 * VL, Cc,
-                  Cf + n0 * VL, B_var, C_var, false);
+                  Cf + n0 * VL, B_var, C_var, false, chunk_pf);
     }
+    prefetch_some(&pf, -1);
 
     const vf Dv = vf_load(D);
     for (int t = 0; t < steps; t++) {
@@ -404,7 +404,7 @@ ALWAYS_INLINE void recompute_chunk(int tb, int tl, int NP, const float *A2, cons
                                    const float *Bt, const float *Bf, const float *Ct,
                                    const float *Cf, float *hs, float *as, const bool B_var,
                                    const bool C_var, const bool keep, const bool gate,
-                                   const bool le0) {
+                                   const bool le0, prefetcher *pf) {
   vf hv[SC], Av[SC], Bv[SC], Cv[SC];
   for (int j = 0; j < SC; j++) {
     hv[j] = vf_load(h_in + j * VL), Av[j] = vf_load(A2 + j * VL);
@@ -427,6 +427,7 @@ ALWAYS_INLINE void recompute_chunk(int tb, int tl, int NP, const float *A2, cons
       if (keep && gate) yv = vf_fma(C_var ? vf_bcast(Ct + ti * NP + j) : Cv[j], hv[j], yv);
     }
     if (keep && gate) vf_store(y + ti * VL, yv);
+    if (pf) prefetch_some(pf, 4); /* the loop waits on the FMA units; loads are idle */
   }
   if (h_out)
     for (int j = 0; j < SC; j++) vf_store(h_out + j * VL, hv[j]);
@@ -610,9 +611,7 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
       if (a->delta_softplus) /* d softplus(v) / dv = sigmoid(v), 1 above 20 */
         dt = vf_softplus_sigmoid(v, &dtdv), dtdv = vf_select_gt(v, 20.0f, one, dtdv);
       vf_store(s[S_DT] + t * VL, dt), vf_store(s[S_DTDV] + t * VL, dtdv);
-      prefetch_some(&pf, 3);
     }
-    prefetch_some(&pf, -1);
 
     /* The interval's start: the state saved after the interval before, or h0. Then, when
      * it has several segments, a forward pass for the state at each segment's start. */
@@ -628,11 +627,11 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
         if (le0)
           recompute_chunk((int)(sg * S), (int)S, NP, A2 + n0 * VL, h_in, h_out, s[S_DT], s[S_U],
                           NULL, Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL, NULL, NULL, B_var,
-                          C_var, false, false, true);
+                          C_var, false, false, true, NULL);
         else
           recompute_chunk((int)(sg * S), (int)S, NP, A2 + n0 * VL, h_in, h_out, s[S_DT], s[S_U],
                           NULL, Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL, NULL, NULL, B_var,
-                          C_var, false, false, false);
+                          C_var, false, false, false, NULL);
       }
 
     for (int sg = segments - 1; sg >= 0; sg--) {
@@ -640,15 +639,18 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
       if (gate)
         for (int t = tb; t < tb + tl; t++) vf_store(s[S_Y] + t * VL, vf_zero());
       for (int n0 = 0; n0 < NP; n0 += SC) {
+        /* The first pass over the interval's last segment issues the prefetches. */
+        prefetcher *chunk_pf = n0 == 0 && sg == segments - 1 ? &pf : NULL;
         if (le0) /* two copies of the loop, as in the forward */
           recompute_chunk(tb, tl, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL, NULL, s[S_DT],
                           s[S_U], s[S_Y], Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL,
-                          hs + n0 * VL, as + n0 * VL, B_var, C_var, true, gate, true);
+                          hs + n0 * VL, as + n0 * VL, B_var, C_var, true, gate, true, chunk_pf);
         else
           recompute_chunk(tb, tl, NP, A2 + n0 * VL, hk + (sg * NP + n0) * VL, NULL, s[S_DT],
                           s[S_U], s[S_Y], Bk + n0, Bf + n0 * VL, Ck + n0, Cf + n0 * VL,
-                          hs + n0 * VL, as + n0 * VL, B_var, C_var, true, gate, false);
+                          hs + n0 * VL, as + n0 * VL, B_var, C_var, true, gate, false, chunk_pf);
       }
+      prefetch_some(&pf, -1); /* what is left, if the segment was short */
       const vf Dv = vf_load(D);
       for (int t = tb; t < tb + tl; t++) {
         if (gate) { /* g = dout silu(z); dz = dout y s (1 + z (1 - s)) */
