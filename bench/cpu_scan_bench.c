@@ -1,6 +1,7 @@
 /* cpu_scan_bench.c: times sf_cpu_scan_fwd and sf_cpu_scan_bwd on MambaVision's fp32 call.
  *
- *   cc -O2 -I. -Iruntime/include bench/cpu_scan_bench.c build/libscanforge.a -lm -lpthread \
+ *   cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release && cmake --build build-rel --target scanforge
+ *   cc -O2 -I. -Iruntime/include bench/cpu_scan_bench.c build-rel/libscanforge.a -lm -lpthread \
  *      -o /tmp/cpu_scan_bench && /tmp/cpu_scan_bench [reps] [threads] [batch,dim,L,N ...]
  *
  * Variable B and C (one group), D, delta_bias, softplus, no gate, as bench/tf_cpu_bench.py.

@@ -237,7 +237,6 @@ ALWAYS_INLINE void fwd_chunk(int steps, int NP, const float *A2, float *h, const
   for (int j = 0; j < SC; j++) vf_store(h + j * VL, hv[j]);
 }
 
-
 /* v = delta + bias, dt = softplus(v) when asked, in place over `steps` steps. */
 static void make_dt(float *dt, const float *bias, int steps, bool softplus) {
   const vf bv = vf_load(bias);
