@@ -8,8 +8,12 @@
 
 /* Only the helpers below are compiled for AVX2: the tests themselves (and Criterion's
  * registration) must run anywhere, to skip. */
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 #define SF_VEC_AVX2 1
 #include "runtime/cpu_vec.h"
 
@@ -38,7 +42,11 @@ static void transpose_tile(const float *src, int64_t src_stride, float *dst, int
 static void lane_sums(const float *v, float *dst) {
   vf_lane_sums4(vf_load(v), vf_load(v + 8), vf_load(v + 16), vf_load(v + 24), dst);
 }
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 static void need_avx2(void) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
