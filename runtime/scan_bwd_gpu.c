@@ -3,41 +3,20 @@
 
 #include <limits.h>
 
+#include "runtime/call_variant.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
 #include "runtime/kernel_params.h"
 #include "runtime/launch_params.h"
 #include "runtime/kernels.h"
 #include "runtime/module.h"
-#include "tuning/select.h"
 
 
 static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *out) {
   const sf_scan_fwd_args *f = &r->fwd;
-  sf_variant v = sf_variant_default();
-  v.op = SF_OP_BWD;
-  v.dtype = f->dtype;
-  v.dstate = f->dstate;
-  v.has_z = f->z != NULL;
-  v.has_D = f->D != NULL;
-  v.has_delta_bias = f->delta_bias != NULL;
-  v.softplus = f->delta_softplus;
-  v.B_var = f->B_var;
-  v.C_var = f->C_var;
-  v.deterministic = r->deterministic;
-  sf_tune_configure(&v, f->batch, f->dim, f->groups, f->seqlen, launch);
-  if (launch->spec) {
-    sf_variant requested = v;
-    sf_status st = sf_variant_apply(launch->spec, &requested);
-    if (st != SF_OK) return sf_fail_context(st, "launch spec");
-    if (requested.op != SF_OP_BWD || requested.dtype != v.dtype || requested.dstate != v.dstate ||
-        requested.has_z != v.has_z || requested.has_D != v.has_D ||
-        requested.has_delta_bias != v.has_delta_bias || requested.softplus != v.softplus ||
-        requested.B_var != v.B_var || requested.C_var != v.C_var ||
-        requested.deterministic != v.deterministic)
-      return sf_fail(SF_EINVAL, "launch spec '%s': may set threads, items and channels only", launch->spec);
-    v = requested;
-  }
+  sf_variant v;
+  sf_status st = sf_call_variant(f, SF_OP_BWD, r->deterministic, launch, &v);
+  if (st != SF_OK) return st;
   if (!v.split_states && v.threads * v.items != sf_scan_state_interval(f->seqlen))
     return sf_fail(SF_EINVAL, "backward variant: threads x items (%d x %d) must equal the state interval %lld of L = %lld",
                    v.threads, v.items, (long long)sf_scan_state_interval(f->seqlen), (long long)f->seqlen);
