@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "scanforge/scanforge.h"
 
@@ -72,6 +73,17 @@ static inline int64_t sf_cpu_block_count(const sf_cpu_blocking *k, int64_t batch
 /* Whether blocks i and j belong to the same (batch, group) slot. */
 static inline bool sf_cpu_same_slot(const sf_cpu_blocking *k, int64_t i, int64_t j) {
   return i / k->per_slot == j / k->per_slot;
+}
+
+/* Worker threads for `blocks` blocks: `requested`, or one per CPU when it is <= 0; never
+ * more than the blocks or 1024. */
+static inline int sf_cpu_thread_count(int requested, int64_t blocks) {
+  long n = requested;
+  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  if (n > 1024) n = 1024;
+  if (n > blocks) n = (long)blocks;
+  return (int)n;
 }
 
 /* Block i: batch *b, channels [*d0, *d0 + *count). */

@@ -10,8 +10,6 @@
 #include "runtime/error.h"
 #include "runtime/scan_args.h"
 
-enum { MAX_THREADS = 1024 };
-
 typedef struct scan_job {
   const sf_scan_fwd_args *a; /* resolved strides */
   const sf_cpu_kernels *k;
@@ -35,15 +33,6 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static int thread_count(int requested, int64_t blocks) {
-  long n = requested;
-  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1) n = 1;
-  if (n > MAX_THREADS) n = MAX_THREADS;
-  if (n > blocks) n = (long)blocks;
-  return (int)n;
-}
-
 sf_status sf_cpu_scan_fwd(const sf_scan_fwd_args *args, int num_threads) {
   sf_scan_fwd_args a;
   sf_status st = sf_scan_fwd_prepare(args, &a);
@@ -53,7 +42,7 @@ sf_status sf_cpu_scan_fwd(const sf_scan_fwd_args *args, int num_threads) {
   const sf_cpu_kernels *k = sf_cpu_kernels_select();
   const sf_cpu_blocking blocking = sf_cpu_blocking_of(&a, k->lanes);
   const int64_t blocks = sf_cpu_block_count(&blocking, a.batch);
-  const int threads = thread_count(num_threads, blocks);
+  const int threads = sf_cpu_thread_count(num_threads, blocks);
   /* Whole cache lines per thread, so that threads never write to the same line. */
   const size_t per_thread = (k->fwd_scratch(&a) + 15) / 16 * 16;
   /* All memory is taken here, so workers cannot fail and need no error channel. */

@@ -12,7 +12,6 @@
 #include "runtime/scan_args.h"
 #include "runtime/scan_bwd_args.h"
 
-enum { MAX_THREADS = 1024 };
 
 /* The reductions a thread keeps to itself: per channel (dA, fixed dB and dC: N wide; dD,
  * ddelta_bias: 1 wide) or per (batch, group) slot (variable dB and dC: N * L wide). */
@@ -48,15 +47,6 @@ static void run_job(const bwd_job *job) {
 static void *worker(void *arg) {
   run_job(arg);
   return NULL;
-}
-
-static int thread_count(int requested, int64_t blocks) {
-  long n = requested;
-  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1) n = 1;
-  if (n > MAX_THREADS) n = MAX_THREADS;
-  if (n > blocks) n = (long)blocks;
-  return (int)n;
 }
 
 /* The private buffer `which` of a sink. */
@@ -154,7 +144,7 @@ sf_status sf_cpu_scan_bwd(const sf_scan_bwd_args *args, int num_threads) {
   const sf_cpu_kernels *k = sf_cpu_kernels_select();
   const sf_cpu_blocking blocking = sf_cpu_blocking_of(f, k->lanes);
   const int64_t blocks = sf_cpu_block_count(&blocking, f->batch);
-  const int threads = thread_count(num_threads, blocks);
+  const int threads = sf_cpu_thread_count(num_threads, blocks);
   /* Whole cache lines per thread, so that threads never write to the same line. */
   const size_t per_thread = (k->bwd_scratch(f) + 15) / 16 * 16;
   /* All memory is taken here, so workers cannot fail and need no error channel. */

@@ -8,23 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/support/cli_run.h"
 #include "tuning/database.h"
-
-/* Runs the CLI with `args` after `env` ("VAR=x ", may be ""), stdout and stderr together
- * into *output (free it); returns the exit status. */
-static int run_env(const char *env, const char *args, char **output) {
-  char command[4096];
-  snprintf(command, sizeof command, "%s'%s' %s 2>&1", env, SCANFORGE_CLI_PATH, args);
-  FILE *pipe = popen(command, "r");
-  cr_assert_not_null(pipe, "cannot run %s", command);
-  size_t length = 0, capacity = 1 << 20;
-  char *text = malloc(capacity);
-  for (size_t got; (got = fread(text + length, 1, capacity - length - 1, pipe)) > 0;) length += got;
-  text[length] = '\0';
-  int status = pclose(pipe);
-  *output = text;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 /* Without a driver, whatever this machine has: the GPU-less paths. */
 static const char no_gpu[] = "SCANFORGE_CUDA_LIBRARY=/nonexistent/libcuda.so.1 ";
