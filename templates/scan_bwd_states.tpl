@@ -1,47 +1,92 @@
-@ -- scan_bwd_states.tpl: the backward selective scan of math.md, lanes split over states.
+@ -- scan_bwd_states.tpl: the backward selective scan of docs/math.md, lanes split over
+@ -- states.
 @ --
 @ -- As in the forward's split=state, a channel's `threads` lanes each own dstate / threads
-@ -- states and run through time alone; no scan across lanes. The sequence is walked from
-@ -- the last state interval to the first. Per interval, a forward pass from the state the
-@ -- forward saved keeps the state at the start of every block of `items` steps (a small
-@ -- per-thread array, which the compiler keeps in local memory); then the blocks are
-@ -- walked backwards: each recomputes its exponentials and states from its checkpoint and
-@ -- runs the reverse recurrence e[t] = a[t] * (C[t] g[t] + e[t+1]) for every gradient term.
-@ -- Sums over a channel's states (du, ddelta, and y for dz) go through shared memory;
-@ -- variable dB and dC are summed over the block's channels (one group) in shared memory
-@ -- and added with one atomic per (t, n) and block; dA, fixed dB/dC, dD and ddelta_bias
-@ -- are kept per lane in registers for the whole sequence and added once. Deterministic
-@ -- variants store partial sums instead of adding them (sf_scan_bwd_finalize adds them).
+@ -- states and run through time alone; no scan across lanes. The block's `channels`
+@ -- channels share one group. The sequence is walked from the last state interval to the
+@ -- first, each interval in blocks of `items` steps whose inputs (u, delta, dout, z, B, C)
+@ -- are staged into shared memory by asynchronous copies one block ahead, once for all the
+@ -- block's channels.
+@ --
+@ -- Per interval: a forward pass from the state the forward saved keeps the state at the
+@ -- start of every block (it reads only u, delta and B); then the blocks are walked
+@ -- backwards. Each recomputes its exponentials and states from its checkpoint into
+@ -- registers, then runs the reverse recurrence e[t] = a[t] (C[t] g[t] + e[t+1]). Per
+@ -- (t, n) the reverse step costs eight operations: the sums over a channel's states that
+@ -- du and ddelta need share one term, sum_n dh B (du = dt sum_n dh B, ddelta takes
+@ -- u sum_n dh B), and e[t] itself is the factor of dA and of ddelta's A term.
+@ -- Sums over a channel's states (those two, and y for dz) go through shared memory;
+@ -- variable dB and dC are summed over the block's channels (all real: with variable B or
+@ -- C, channels divides dim / groups, so no slot idles) in shared memory and added
+@ -- with one atomic per (t, n) and block; dA, fixed dB/dC, dD and ddelta_bias are kept
+@ -- per lane in registers for the whole sequence and added once. Deterministic variants
+@ -- store partial sums instead of adding them (sf_scan_bwd_finalize adds them).
 @ local common = import("scan_common")
 @ local N, LN, TB, CH = variant.dstate, variant.threads, variant.items, variant.channels
 @ local size = common.element_size(variant.dtype)
-@ if LN > 32 or N % LN ~= 0 then
-@   reject("threads", string.format("with split=state, threads are the lanes of a channel and must divide dstate (%d) and be at most 32, got %d", N, LN))
+@ local EPC = math.min(16 // size, variant.items) -- elements per copy (at most 16 bytes)
+@ if LN > 32 or N % LN ~= 0 or not common.is_power_of_two(LN) then
+@   reject("threads", string.format("with split=state, threads are the lanes of a channel: a power of two that divides dstate (%d), at most 32, got %d", N, LN))
 @ end
-@ if not common.is_power_of_two(TB) or TB < math.max(LN, 4) or TB > 64 then
-@   reject("items", string.format("with split=state, items (the steps of a block) must be a power of two from max(threads, 4) = %d to 64, got %d", math.max(LN, 4), TB))
+@ if not common.is_power_of_two(TB) or TB < 4 or TB > 64 then
+@   reject("items", string.format("with split=state, items (the steps of a block) must be a power of two from 4 to 64, got %d", TB))
 @ end
-@ local S = N // LN
-@ local Q = TB // LN
+@ local S = N // LN            -- states per lane
+@ local SG = math.min(variant.states, S) -- states interleaved in one pass over a block
+@ if S % SG ~= 0 then
+@   reject("states", string.format("with split=state, states (interleaved per pass) must divide the %d states of a lane, got %d", S, variant.states))
+@ end
+@ local Q = math.max(1, TB // LN) -- steps per lane in the per-step values and the outputs
 @ local BLOCK = LN * CH
 @ if BLOCK % 32 ~= 0 then
 @   reject("channels", string.format("with split=state, threads x channels must fill whole warps, got %d x %d", LN, CH))
 @ end
+@ if SG * TB > 64 then
+@   reject("items", string.format("split=state backward keeps states x items (%d x %d) exponentials and states in registers; at most 64", SG, TB))
+@ end
 @ local det = variant.deterministic
 @ local MAXB = 512 // TB   -- blocks in the longest state interval
 @ local parts = variant.z and 3 or 2
-@ local smem_bytes = (parts * LN + 4) * CH * (TB + 4) * 4 + (variant.B_var and CH * N * (TB + 1) * 4 or 0) + (variant.C_var and CH * N * (TB + 1) * 4 or 0)
+@ local TBP = TB + EPC      -- a staged row, padded by one copy against bank conflicts
+@ local var_rows = (variant.B_var and N or 0) + (variant.C_var and N or 0)
+@ local stage_bytes = (var_rows + CH * (variant.z and 4 or 3)) * TBP * size
+@ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
+@ -- shared arrays written by every lane at once: strides that spread the writes over banks
+@ local part_row, part_slot = common.spread_strides(LN, 1, LN, TB)
+@ local red_row, red_slot = common.spread_strides(LN, S, N, TB)
+@ local smem_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + parts * CH * part_slot * 4
+@   + (variant.B_var and CH * red_slot * 4 or 0) + (variant.C_var and CH * red_slot * 4 or 0)
+@   + converted * N * (TB + 4) * 4
+@   + ((var_rows + CH * (variant.z and 4 or 3)) * (TB // EPC) + BLOCK - 1) // BLOCK * BLOCK * 8 -- copy tasks
 @ if smem_bytes > 48 * 1024 then
 @   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most 49152 allowed", N, CH, TB, smem_bytes))
 @ end
-@ run_lengths = { TB }
-@ if Q ~= TB then run_lengths[2] = Q end
+@ run_lengths = { Q }
 @ include("kernel_params.h")
 @ include("dtype.tpl")
+@ -- the copies that fill a stage (stage_copy.tpl, stage_tasks.tpl): B, u and delta first
+@ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = EPC * size, rows = {} }
+@ local function channel_row(name, ptr, stride)
+@   return { name = name, count = CH, early = (name == "u" or name == "delta"),
+@            base = string.format("(const elem_t *)%s + b * %s_batch_stride + min(d_block + i, f.dim - 1) * %s_dim_stride", ptr, stride, stride) }
+@ end
+@ if variant.B_var then
+@   table.insert(stage.rows, { name = "B", count = N, early = true, base = "B_rows + i * f.B_state_stride" })
+@ end
+@ table.insert(stage.rows, channel_row("u", "f.u", "f.u"))
+@ table.insert(stage.rows, channel_row("delta", "f.delta", "f.delta"))
+@ if variant.C_var then
+@   table.insert(stage.rows, { name = "C", count = N, base = "C_rows + i * f.C_state_stride" })
+@ end
+@ table.insert(stage.rows, channel_row("dout", "p.dout", "p.dout"))
+@ if variant.z then
+@   table.insert(stage.rows, channel_row("z", "f.z", "f.z"))
+@ end
+@ include("stage_copy.tpl")
 
 #define SF_LOG2E 1.4426950408889634f
 
-/* v + bias -> dt and, with softplus, d dt / d v (math.md). */
+/* v + bias -> dt and, with softplus, d dt / d v (docs/math.md). */
 __device__ __forceinline__ void step_of(float v, float &dt, float &dsoft) {
 @ if variant.softplus then
   const float e = __expf(v);
@@ -53,46 +98,70 @@ __device__ __forceinline__ void step_of(float v, float &dt, float &dsoft) {
 @ end
 }
 
+/* Four consecutive floats of shared memory, as an array the unrolled loops index. */
+struct four { float v[4]; };
+__device__ __forceinline__ four load4(const float *p) {
+  const float4 x = *reinterpret_cast<const float4 *>(p);
+  return four{{x.x, x.y, x.z, x.w}};
+}
+
+/* One time block's inputs in shared memory, as stored in memory (type T). */
+struct stage_t {
+@ if variant.B_var then
+  elem_t B[$(N)][$(TBP)];
+@ end
+  elem_t u[$(CH)][$(TBP)];
+  elem_t delta[$(CH)][$(TBP)];
+@ if variant.C_var then
+  elem_t C[$(N)][$(TBP)];
+@ end
+  elem_t dout[$(CH)][$(TBP)];
+@ if variant.z then
+  elem_t z[$(CH)][$(TBP)];
+@ end
+};
+
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_bwd_params p) {
-  /* each lane's part of du, ddt (and y) for the block's steps */
-  __shared__ __align__(16) float part[$(parts)][$(CH)][$(LN)][$(TB + 4)];
+  __shared__ __align__(16) stage_t stages[2];
+  /* the channel's per-step values, each computed once by the lane that owns the step */
+  __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
+  /* each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y) */
+  __shared__ float part[$(parts)][$(CH * part_slot)];
 @ if variant.B_var then
-  __shared__ float red_B[$(CH)][$(N)][$(TB + 1)]; /* each channel's dB terms, summed over the block */
+  __shared__ float red_B[$(CH * red_slot)]; /* each channel's dB terms, summed over the block */
 @ end
 @ if variant.C_var then
-  __shared__ float red_C[$(CH)][$(N)][$(TB + 1)];
+  __shared__ float red_C[$(CH * red_slot)];
 @ end
-  /* the channel's per-step values, each computed once by the lane that owns the step */
-  __shared__ __align__(16) float steps[4][$(CH)][$(TB + 4)]; /* dt, dt*u, u, g */
+@ if converted > 0 then
+  /* B and C of the block converted to fp32 once, for every channel of the block */
+  __shared__ __align__(16) float BC_f32[$(converted)][$(N)][$(TB + 4)];
+@ end
   const sf_fwd_params &f = p.f;
   const int lane = threadIdx.x % $(LN);
   const int slot = threadIdx.x / $(LN);
   const int d_raw = blockIdx.x * $(CH) + slot;
   const bool active = d_raw < f.dim;
-  const int d = active ? d_raw : f.dim - 1;
+  const int d = active ? d_raw : f.dim - 1; /* an idle slot mirrors a real channel, stores nothing */
   const int b = blockIdx.y;
   const int L = f.seqlen;
   const int n_first = lane * $(S);
-  const int mine = lane * $(Q); /* my share of a block's steps for the per-step outputs */
+  const int mine = lane * $(Q); /* my steps of a block for the per-step values and outputs */
+  const bool owner = mine < $(TB);
+  const int d_block = min((int)blockIdx.x * $(CH), f.dim - 1);
 
-  const elem_t *u_row = (const elem_t *)f.u + b * f.u_batch_stride + d * f.u_dim_stride;
-  const elem_t *delta_row = (const elem_t *)f.delta + b * f.delta_batch_stride + d * f.delta_dim_stride;
-  const elem_t *dout_row = (const elem_t *)p.dout + b * p.dout_batch_stride + d * p.dout_dim_stride;
   elem_t *du_row = (elem_t *)p.du + b * p.du_batch_stride + d * p.du_dim_stride;
   elem_t *ddelta_row = (elem_t *)p.ddelta + b * p.ddelta_batch_stride + d * p.ddelta_dim_stride;
 @ if variant.z then
-  const elem_t *z_row = (const elem_t *)f.z + b * f.z_batch_stride + d * f.z_dim_stride;
   elem_t *dz_row = (elem_t *)p.dz + b * p.dz_batch_stride + d * p.dz_dim_stride;
 @ end
 @ if variant.B_var or variant.C_var then
-  /* the block's channels share one group (channels divides dim / groups) */
-  const int d_block = min((int)blockIdx.x * $(CH), f.dim - 1);
   const int g = d_block / (f.dim / f.groups);
 @ end
 @ for _, m in ipairs({ "B", "C" }) do
 @   if variant[m .. "_var"] then
-  const elem_t *$(m)_rows = (const elem_t *)f.$(m) + b * f.$(m)_batch_stride + g * f.$(m)_group_stride + n_first * f.$(m)_state_stride;
+  const elem_t *$(m)_rows = (const elem_t *)f.$(m) + b * f.$(m)_batch_stride + g * f.$(m)_group_stride;
 @     if det then
   /* partial sums of this block: (blocks per group, batch, G, N, L) */
   float *d$(m)_rows = p.d$(m) ? p.d$(m) + ((((long long)(d_block % (f.dim / f.groups)) / $(CH)) * f.batch + b) * f.groups + g) * $(N) * L : 0;
@@ -127,48 +196,60 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   float dD_sum = 0.f, dbias_sum = 0.f;
   float checkpoint[$(MAXB)][$(S)]; /* state at each block's start within an interval */
 
-  /* My share of a block's steps: dt (and d dt / d v), u, g, published for the channel's
-   * other lanes; the gate's factor for dz kept for the output stage. */
-  float u_m[$(Q)], ds_m[$(Q)], g_m[$(Q)], gate_m[$(Q)];
-  auto my_steps = [&](int t0, bool with_dout) {
-    float dt_m[$(Q)], dout_m[$(Q)];
-    load_run(u_row + t0 + mine, L - t0 - mine, 0.f, u_m);
-    load_run(delta_row + t0 + mine, L - t0 - mine, 0.f, dt_m);
-    if (with_dout) load_run(dout_row + t0 + mine, L - t0 - mine, 0.f, dout_m);
-@ if variant.z then
-    float z_m[$(Q)];
-    if (with_dout) load_run(z_row + t0 + mine, L - t0 - mine, 0.f, z_m);
+  /* This thread's share of the 16-byte copies that fill a stage; the forward pass of an
+   * interval fetches only the early rows (B, u, delta). */
+@ include("stage_tasks.tpl")
+
+  /* 16-bit B (and C) of a landed stage to fp32, once for all the block's channels. */
+  auto convert = [&](const stage_t &st, bool with_C) {
+@ if converted > 0 then
+@   local which = 0
+@   for _, m in ipairs({ "B", "C" }) do
+@     if variant[m .. "_var"] then
+    if ($(m == "B" and "true" or "with_C")) {
+      for (int w = threadIdx.x; w < $(N * TB // 2); w += $(BLOCK)) {
+        const int n = w / $(TB // 2), i = 2 * (w % $(TB // 2));
+        const unsigned int pair = *reinterpret_cast<const unsigned int *>(&st.$(m)[n][i]);
+        BC_f32[$(which)][n][i] = to_float((elem_t)(pair & 0xffffu));
+        BC_f32[$(which)][n][i + 1] = to_float((elem_t)(pair >> 16));
+      }
+    }
+@       which = which + 1
+@     end
+@   end
 @ end
-    __syncwarp(); /* the lanes have read the previous block's values */
+  };
+@ local function row_of(m)
+@   if size == 2 then return string.format("&BC_f32[%d][n_first + s][0]", (m == "C" and variant.B_var) and 1 or 0) end
+@   return string.format("&st.%s[n_first + s][0]", m)
+@ end
+
+  /* The per-step values of my share of a block (dt, dt*u; with dout, also g), published
+   * for the channel's other lanes; what the output stage needs is kept. */
+  float u_m[$(Q)], ds_m[$(Q)], g_m[$(Q)], gate_m[$(Q)];
+  auto my_steps = [&](const stage_t &st, int t0, bool with_dout) {
+    if (!owner) return;
 #pragma unroll
     for (int i = 0; i < $(Q); i++) {
+      u_m[i] = to_float(st.u[slot][mine + i]);
       float dt_i;
-      step_of($(variant.delta_bias and "dt_m[i] + bias" or "dt_m[i]"), dt_i, ds_m[i]);
+      step_of($(variant.delta_bias and "to_float(st.delta[slot][mine + i]) + bias" or "to_float(st.delta[slot][mine + i])"), dt_i, ds_m[i]);
       dt_i = t0 + mine + i < L ? dt_i : 0.f; /* padding steps: a = 1, x = 0 */
-      g_m[i] = 0.f;
-      gate_m[i] = 0.f;
-      if (with_dout) {
-@ if variant.z then
-        const float sz = __fdividef(1.f, 1.f + __expf(-z_m[i]));
-        g_m[i] = dout_m[i] * z_m[i] * sz;                   /* g = dout * silu(z) */
-        gate_m[i] = dout_m[i] * sz * (1.f + z_m[i] * (1.f - sz)); /* dz = y * gate */
-@ else
-        g_m[i] = dout_m[i];
-@ end
-      }
       steps[0][slot][mine + i] = dt_i;
       steps[1][slot][mine + i] = dt_i * u_m[i];
-      steps[2][slot][mine + i] = u_m[i];
-      steps[3][slot][mine + i] = g_m[i];
-    }
-    __syncwarp();
-  };
-  /* All the block's steps, from the lanes that own them. */
-  auto read_steps = [&](int which, float (&x)[$(TB)]) {
-#pragma unroll
-    for (int i = 0; i < $(TB); i += 4) {
-      const float4 v4 = *reinterpret_cast<const float4 *>(&steps[which][slot][i]);
-      x[i] = v4.x, x[i + 1] = v4.y, x[i + 2] = v4.z, x[i + 3] = v4.w;
+      if (with_dout) {
+        const float dout_i = to_float(st.dout[slot][mine + i]);
+@ if variant.z then
+        const float z_i = to_float(st.z[slot][mine + i]);
+        const float sz = __fdividef(1.f, 1.f + __expf(-z_i));
+        g_m[i] = dout_i * z_i * sz;                      /* g = dout * silu(z) */
+        gate_m[i] = dout_i * sz * (1.f + z_i * (1.f - sz)); /* dz = y * gate */
+@ else
+        g_m[i] = dout_i;
+        gate_m[i] = 0.f;
+@ end
+        steps[2][slot][mine + i] = g_m[i];
+      }
     }
   };
 
@@ -183,106 +264,151 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
                    : (f.h0 ? f.h0[state_row + n_first + s] : 0.f);
 
     /* Forward through the interval: the state at each block's start. */
-    for (int k = 0; k < blocks; k++) {
+    if (blocks > 1) fetch(i0, 0, false);
+    copies_commit();
+    for (int k = 0; k < blocks - 1; k++) {
 #pragma unroll
       for (int s = 0; s < $(S); s++) checkpoint[k][s] = h[s];
-      if (k == blocks - 1) break;
       const int t0 = i0 + k * $(TB);
-      my_steps(t0, false);
-      float dt[$(TB)], dtu[$(TB)];
-      read_steps(0, dt);
-      read_steps(1, dtu);
+      if (k + 2 < blocks) fetch(t0 + $(TB), (k + 1) & 1, false);
+      copies_commit();
+      copies_wait_previous();
+      __syncthreads();
+      const stage_t &st = stages[k & 1];
+      convert(st, false);
+      my_steps(st, t0, false);
+      __syncthreads();
 #pragma unroll
-      for (int s = 0; s < $(S); s++) {
+      for (int i4 = 0; i4 < $(TB); i4 += 4) {
+        const four dt = load4(&steps[0][slot][i4]), dtu = load4(&steps[1][slot][i4]);
+#pragma unroll
+        for (int s = 0; s < $(S); s++) {
 @ if variant.B_var then
-        float Bs[$(TB)];
-        load_run(B_rows + s * f.B_state_stride + t0, L - t0, 0.f, Bs);
+          const four Bq = load4($(row_of("B")) + i4);
 @ end
 #pragma unroll
-        for (int i = 0; i < $(TB); i++)
-          h[s] = exp2f(dt[i] * A2[s]) * h[s] + dtu[i] * $(variant.B_var and "Bs[i]" or "B_fixed[s]");
+          for (int j = 0; j < 4; j++)
+            h[s] = exp2f(dt.v[j] * A2[s]) * h[s] + dtu.v[j] * $(variant.B_var and "Bq.v[j]" or "B_fixed[s]");
+        }
       }
+      __syncthreads(); /* the stage and the step values are refilled next */
     }
+#pragma unroll
+    for (int s = 0; s < $(S); s++) checkpoint[blocks - 1][s] = h[s];
 
     /* Backward through the interval's blocks, last first. */
+    fetch(i0 + (blocks - 1) * $(TB), 0, true);
+    copies_commit();
     for (int k = blocks - 1; k >= 0; k--) {
       const int t0 = i0 + k * $(TB);
-      my_steps(t0, true);
-      float u[$(TB)], dt[$(TB)], dtu[$(TB)], gv[$(TB)];
-      read_steps(0, dt);
-      read_steps(1, dtu);
-      read_steps(2, u);
-      read_steps(3, gv);
-      float du_p[$(TB)], ddt_p[$(TB)];
+      const int which = (blocks - 1 - k) & 1;
+      if (k > 0) fetch(t0 - $(TB), which ^ 1, true);
+      copies_commit();
+      copies_wait_previous();
+      __syncthreads();
+      const stage_t &st = stages[which];
+      convert(st, true);
+      my_steps(st, t0, true);
+      __syncthreads();
+
+      /* Per group of $(SG) states: this block's exponentials and states again, from the
+       * checkpoint (hs[s][i] is the state before step i, hs[s][i + 1] after it), then the
+       * reverse recurrence, step by step with the group's states interleaved. */
+      float dhB[$(TB)], dhAh[$(TB)];
 @ if variant.z then
       float y_p[$(TB)];
 @ end
 #pragma unroll
-      for (int i = 0; i < $(TB); i++) {
-        du_p[i] = 0.f;
-        ddt_p[i] = 0.f;
-@ if variant.z then
-        y_p[i] = 0.f;
-@ end
-      }
+      for (int sg = 0; sg < $(S); sg += $(SG)) {
+        float a[$(SG)][$(TB)], hs[$(SG)][$(TB + 1)];
 #pragma unroll
-      for (int s = 0; s < $(S); s++) {
-@ for _, m in ipairs({ "B", "C" }) do
-@   if variant[m .. "_var"] then
-        float $(m)s[$(TB)];
-        load_run($(m)_rows + s * f.$(m)_state_stride + t0, L - t0, 0.f, $(m)s);
-@   end
-@ end
-@ local Bi = variant.B_var and "Bs[i]" or "B_fixed[s]"
-@ local Ci = variant.C_var and "Cs[i]" or "C_fixed[s]"
-        /* this block's exponentials and states again, from the checkpoint */
-        float a[$(TB)], hp[$(TB)];
-        float hh = checkpoint[k][s];
+        for (int r = 0; r < $(SG); r++) hs[r][0] = checkpoint[k][sg + r];
 #pragma unroll
-        for (int i = 0; i < $(TB); i++) {
-          a[i] = exp2f(dt[i] * A2[s]);
-          hp[i] = hh;
-          hh = a[i] * hh + dtu[i] * $(Bi);
-@ if variant.z then
-          y_p[i] += $(Ci) * hh;
-@ end
-        }
-        float e_s = e[s];
+        for (int i4 = 0; i4 < $(TB); i4 += 4) {
+          const four dt = load4(&steps[0][slot][i4]), dtu = load4(&steps[1][slot][i4]);
 #pragma unroll
-        for (int i = $(TB - 1); i >= 0; i--) {
-          const float dh = $(Ci) * gv[i] + e_s;
-          const float dh_a_hp = dh * a[i] * hp[i];
-          du_p[i] += dh * dt[i] * $(Bi);
-          ddt_p[i] += dh * $(Bi) * u[i] + A_n[s] * dh_a_hp;
-          dA_sum[s] += dt[i] * dh_a_hp;
-          const float dB_t = dh * dtu[i];
-          const float dC_t = gv[i] * (a[i] * hp[i] + dtu[i] * $(Bi));
+          for (int r = 0; r < $(SG); r++) {
+            const int s = sg + r;
 @ if variant.B_var then
-          red_B[slot][n_first + s][i] = active ? dB_t : 0.f;
+            const four Bq = load4($(row_of("B")) + i4);
+@ end
+@ if variant.z and variant.C_var then
+            const four Cq = load4($(row_of("C")) + i4);
+@ end
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+              a[r][i4 + j] = exp2f(dt.v[j] * A2[s]);
+              hs[r][i4 + j + 1] = a[r][i4 + j] * hs[r][i4 + j] + dtu.v[j] * $(variant.B_var and "Bq.v[j]" or "B_fixed[s]");
+@ if variant.z then
+              const float c_h = $(variant.C_var and "Cq.v[j]" or "C_fixed[s]") * hs[r][i4 + j + 1];
+              y_p[i4 + j] = s == 0 ? c_h : y_p[i4 + j] + c_h;
+@ end
+            }
+          }
+        }
+#pragma unroll
+        for (int i4 = $(TB - 4); i4 >= 0; i4 -= 4) {
+          const four dt = load4(&steps[0][slot][i4]), dtu = load4(&steps[1][slot][i4]);
+          const four gv = load4(&steps[2][slot][i4]);
+          four Bq[$(SG)], Cq[$(SG)];
+#pragma unroll
+          for (int r = 0; r < $(SG); r++) {
+            const int s = sg + r;
+@ if variant.B_var then
+            Bq[r] = load4($(row_of("B")) + i4);
 @ else
-          dB_sum[s] += dB_t;
+            Bq[r] = four{{B_fixed[s], B_fixed[s], B_fixed[s], B_fixed[s]}};
 @ end
 @ if variant.C_var then
-          red_C[slot][n_first + s][i] = active ? dC_t : 0.f;
+            Cq[r] = load4($(row_of("C")) + i4);
 @ else
-          dC_sum[s] += dC_t;
+            Cq[r] = four{{C_fixed[s], C_fixed[s], C_fixed[s], C_fixed[s]}};
 @ end
-          e_s = dh * a[i];
+          }
+#pragma unroll
+          for (int j = 3; j >= 0; j--) {
+            const int i = i4 + j;
+#pragma unroll
+            for (int r = 0; r < $(SG); r++) {
+              const int s = sg + r;
+              const float dh = Cq[r].v[j] * gv.v[j] + e[s];
+              dhB[i] = sg == 0 && r == 0 ? dh * Bq[r].v[j] : dhB[i] + dh * Bq[r].v[j];
+              e[s] = dh * a[r][i];             /* the adjoint handed to step i - 1 */
+              const float q = e[s] * hs[r][i]; /* dh a h[t-1]: d a / d A = dt a */
+              dhAh[i] = sg == 0 && r == 0 ? A_n[s] * q : dhAh[i] + A_n[s] * q;
+              dA_sum[s] += dt.v[j] * q;
+              const float dB_t = dh * dtu.v[j];
+              const float dC_t = gv.v[j] * hs[r][i + 1];
+@ if variant.B_var then
+              red_B[slot * $(red_slot) + (n_first + s) * $(red_row) + i] = dB_t;
+@ else
+              dB_sum[s] += dB_t;
+@ end
+@ if variant.C_var then
+              red_C[slot * $(red_slot) + (n_first + s) * $(red_row) + i] = dC_t;
+@ else
+              dC_sum[s] += dC_t;
+@ end
+            }
+          }
         }
-        e[s] = e_s;
-        if (c == 0 && k == 0 && active && p.dh0) p.dh0[state_row + n_first + s] = e_s; /* a[0] dh[0] */
       }
 #pragma unroll
-      for (int i = 0; i < $(TB); i += 4) {
-        *reinterpret_cast<float4 *>(&part[0][slot][lane][i]) = make_float4(du_p[i], du_p[i + 1], du_p[i + 2], du_p[i + 3]);
-        *reinterpret_cast<float4 *>(&part[1][slot][lane][i]) = make_float4(ddt_p[i], ddt_p[i + 1], ddt_p[i + 2], ddt_p[i + 3]);
+      for (int i = 0; i < $(TB); i++) {
+        part[0][slot * $(part_slot) + lane * $(part_row) + i] = dhB[i];
+        part[1][slot * $(part_slot) + lane * $(part_row) + i] = dhAh[i];
 @ if variant.z then
-        *reinterpret_cast<float4 *>(&part[2][slot][lane][i]) = make_float4(y_p[i], y_p[i + 1], y_p[i + 2], y_p[i + 3]);
+        part[2][slot * $(part_slot) + lane * $(part_row) + i] = y_p[i];
 @ end
+      }
+      if (c == 0 && k == 0 && active && p.dh0) {
+#pragma unroll
+        for (int s = 0; s < $(S); s++) p.dh0[state_row + n_first + s] = e[s]; /* a[0] dh[0] */
       }
       __syncthreads();
 @ if variant.B_var or variant.C_var then
       /* Variable dB, dC: the block's channels added, one atomic (or store) per (n, t). */
+#pragma unroll 1
       for (int w = threadIdx.x; w < $(N * TB); w += $(BLOCK)) {
         const int n = w / $(TB), i = w % $(TB), t = t0 + i;
         if (t < L) {
@@ -291,7 +417,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
           if (d$(m)_rows) {
             float sum = 0.f;
 #pragma unroll
-            for (int s = 0; s < $(CH); s++) sum += red_$(m)[s][n][i];
+            for (int s = 0; s < $(CH); s++) sum += red_$(m)[s * $(red_slot) + n * $(red_row) + i];
 @       if det then
             d$(m)_rows[(long long)n * L + t] = sum;
 @       else
@@ -304,37 +430,34 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
       }
 @ end
       /* My share of the steps: the lanes' parts added, the per-step gradients stored. */
-      {
+      if (owner) {
         float du_m[$(Q)], ddelta_m[$(Q)];
 @ if variant.z then
         float dz_m[$(Q)];
 @ end
 #pragma unroll
         for (int i = 0; i < $(Q); i++) {
-          float du_s = 0.f, ddt_s = 0.f;
+          float dhB = 0.f, dhAh = 0.f;
 @ if variant.z then
-          float y_s = 0.f;
+          float y = 0.f;
 @ end
 #pragma unroll
           for (int l = 0; l < $(LN); l++) {
-            du_s += part[0][slot][l][mine + i];
-            ddt_s += part[1][slot][l][mine + i];
+            dhB += part[0][slot * $(part_slot) + l * $(part_row) + mine + i];
+            dhAh += part[1][slot * $(part_slot) + l * $(part_row) + mine + i];
 @ if variant.z then
-            y_s += part[2][slot][l][mine + i];
+            y += part[2][slot * $(part_slot) + l * $(part_row) + mine + i];
 @ end
           }
+          const float dt_i = steps[0][slot][mine + i];
 @ if variant.z then
 @   if variant.D then
-          y_s += D_d * u_m[i];
+          y += D_d * u_m[i];
 @   end
-          dz_m[i] = y_s * gate_m[i];
+          dz_m[i] = y * gate_m[i];
 @ end
-@ if variant.D then
-          du_m[i] = du_s + D_d * g_m[i];
-@ else
-          du_m[i] = du_s;
-@ end
-          ddelta_m[i] = ddt_s * ds_m[i];
+          du_m[i] = dt_i * dhB$(variant.D and " + D_d * g_m[i]" or "");
+          ddelta_m[i] = (u_m[i] * dhB + dhAh) * ds_m[i];
           if (t0 + mine + i < L) {
             dD_sum += g_m[i] * u_m[i];
             dbias_sum += ddelta_m[i];
@@ -348,7 +471,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ end
         }
       }
-      __syncthreads(); /* part and the reduction buffers are rewritten next */
+      __syncthreads(); /* the stage, the step values and the sums are rewritten next */
     }
   }
 

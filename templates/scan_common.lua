@@ -33,4 +33,30 @@ function M.log2(x)
   return n
 end
 
+-- Shared-memory strides for an array that a warp's threads (lane t % lanes, slot
+-- t // lanes) write at word lane * lane_words * inner + slot * slot_words, where inner is
+-- a row of `row` words padded to `inner` and slot_words >= lanes * lane_words * inner:
+-- the smallest paddings (row to inner, then slot_words) that spread the 32 writes over
+-- the most banks.
+function M.spread_strides(lanes, lane_rows, rows_per_slot, row)
+  local best
+  for row_pad = 0, 7 do
+    local inner = row + row_pad
+    for slot_pad = 0, 31 do
+      local slot_words = rows_per_slot * inner + slot_pad
+      local per_bank, worst = {}, 0
+      for t = 0, 31 do
+        local bank = ((t % lanes) * lane_rows * inner + (t // lanes) * slot_words) % 32
+        per_bank[bank] = (per_bank[bank] or 0) + 1
+        if per_bank[bank] > worst then worst = per_bank[bank] end
+      end
+      if not best or worst < best.worst then
+        best = { worst = worst, inner = inner, slot_words = slot_words }
+      end
+      if worst == 1 then return best.inner, best.slot_words end
+    end
+  end
+  return best.inner, best.slot_words
+end
+
 return M

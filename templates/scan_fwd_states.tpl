@@ -69,33 +69,17 @@ struct stage_t {
 @ end
 };
 
-/* Copies the 16 bytes at src (fewer when `valid` elements remain; zeros after) into dst:
- * asynchronously on sm_80 and newer when the row is 16-byte aligned. */
-__device__ __forceinline__ void copy16(elem_t *dst, const elem_t *src, int valid, bool aligned) {
-#if __CUDA_ARCH__ >= 800
-  if (aligned) {
-    const int bytes = valid <= 0 ? 0 : valid >= $(EPC) ? 16 : valid * $(size);
-    const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src), "r"(bytes));
-    return;
-  }
-#endif
-#pragma unroll
-  for (int e = 0; e < $(EPC); e++) dst[e] = e < valid ? src[e] : (elem_t)0;
-}
-
-__device__ __forceinline__ void copies_commit() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-/* Waits for all but the most recent group of copies. */
-__device__ __forceinline__ void copies_wait_previous() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 1;\n" ::);
-#endif
-}
+@ -- the 16-byte copies that fill a stage (stage_copy.tpl, stage_tasks.tpl)
+@ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = 16, rows = {} }
+@ for _, m in ipairs({ "B", "C" }) do
+@   if variant[m .. "_var"] then
+@     table.insert(stage.rows, { name = m, count = N, base = m .. "_rows + i * p." .. m .. "_state_stride" })
+@   end
+@ end
+@ for _, m in ipairs(variant.z and { "u", "delta", "z" } or { "u", "delta" }) do
+@   table.insert(stage.rows, { name = m, count = CH, base = string.format("(const elem_t *)p.%s + b * p.%s_batch_stride + min(d_block + i, p.dim - 1) * p.%s_dim_stride", m, m, m) })
+@ end
+@ include("stage_copy.tpl")
 
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_fwd_params p) {
@@ -123,55 +107,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @   end
 @ end
 
-  /* This thread's share of the 16-byte copies that fill a stage: the same rows and
-   * columns for every time block, so the table is built once and only t0 moves. */
-@ local row_list = {}
-@ if variant.B_var then row_list[#row_list + 1] = { "B", N, "state" } end
-@ if variant.C_var then row_list[#row_list + 1] = { "C", N, "state" } end
-@ row_list[#row_list + 1] = { "u", CH, "dim" }
-@ row_list[#row_list + 1] = { "delta", CH, "dim" }
-@ if variant.z then row_list[#row_list + 1] = { "z", CH, "dim" } end
-@ local CHUNKS = TB // EPC
-@ local total_rows = 0
-@ for _, r in ipairs(row_list) do total_rows = total_rows + r[2] end
-@ local TASKS = total_rows * CHUNKS
-@ local PER_THREAD = (TASKS + BLOCK - 1) // BLOCK
-  /* Per task: the source row (at its column) in shared memory, the rest packed in an
-   * int (stage offset << 8 | column << 1 | aligned), -1 when the thread has no task. */
-  __shared__ const elem_t *task_src[$(PER_THREAD)][$(BLOCK)];
-  int task_meta[$(PER_THREAD)];
-#pragma unroll
-  for (int k = 0; k < $(PER_THREAD); k++) {
-    const int task = threadIdx.x + k * $(BLOCK);
-    const int row = min(task, $(TASKS - 1)) / $(CHUNKS), c = task % $(CHUNKS);
-    const elem_t *base;
-    int dst_row;
-@ local first = 0
-@ for idx, r in ipairs(row_list) do
-    $(idx == 1 and "if" or "else if") (row < $(first + r[2])) {
-      const int i = row - $(first);
-@   if r[3] == "state" then
-      base = $(r[1])_rows + i * p.$(r[1])_state_stride;
-@   else
-      base = (const elem_t *)p.$(r[1]) + b * p.$(r[1])_batch_stride + min(d_block + i, p.dim - 1) * p.$(r[1])_dim_stride;
-@   end
-      dst_row = $(first * TBP) + i * $(TBP); /* stage_t.$(r[1]) */
-    }
-@   first = first + r[2]
-@ end
-    else { base = (const elem_t *)p.u; dst_row = 0; } /* unreachable */
-    task_src[k][threadIdx.x] = base + c * $(EPC);
-    task_meta[k] = task < $(TASKS) ? ((dst_row + c * $(EPC)) << 8 | (c * $(EPC)) << 1 | (((unsigned long long)base & 15) == 0)) : -1;
-  }
-  auto fetch = [&](int t0, int which) {
-    elem_t *stage = reinterpret_cast<elem_t *>(&stages[which]);
-#pragma unroll
-    for (int k = 0; k < $(PER_THREAD); k++) {
-      const int meta = task_meta[k];
-      if (meta >= 0)
-        copy16(stage + (meta >> 8), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
-    }
-  };
+  /* This thread's share of the 16-byte copies that fill a stage. */
+@ include("stage_tasks.tpl")
 
   elem_t *out_row = (elem_t *)p.out + b * p.out_batch_stride + d * p.out_dim_stride;
   const int n_first = lane * $(S); /* my states: n_first .. n_first + $(S - 1) */
@@ -201,11 +138,11 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   }
 
   const int nblocks = (L + $(TB - 1)) / $(TB);
-  fetch(0, 0);
+  fetch(0, 0, true);
   copies_commit();
   for (int k = 0; k < nblocks; k++) {
     const int t0 = k * $(TB);
-    if (k + 1 < nblocks) fetch(t0 + $(TB), (k + 1) & 1);
+    if (k + 1 < nblocks) fetch(t0 + $(TB), (k + 1) & 1, true);
     copies_commit();
     copies_wait_previous();
     __syncthreads();

@@ -66,6 +66,7 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
       v->threads = 4;
       v->items = 8;
       v->channels = channels;
+      v->states = 1; /* states interleaved per pass: fewer registers */
       return;
     }
   }

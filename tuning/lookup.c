@@ -106,7 +106,8 @@ static bool fits(const sf_variant *v, const row *r, int64_t dim, int groups, int
   /* A block that shares one group's B and C rows needs whole groups of channels. */
   const bool shares_rows = v->op == SF_OP_BWD || k->split_states;
   if (shares_rows && (v->B_var || v->C_var) && per_group % k->channels != 0) return false;
-  return v->op != SF_OP_BWD || (int64_t)k->threads * k->items == sf_scan_state_interval(seqlen);
+  /* The split=time backward's threads x items are the state interval of L. */
+  return v->op != SF_OP_BWD || k->split_states || (int64_t)k->threads * k->items == sf_scan_state_interval(seqlen);
 }
 
 static int absolute(int x) { return x < 0 ? -x : x; }

@@ -259,13 +259,16 @@ int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *
         sf_tune_knobs_apply(&k, &v);
         offer(r, v, ask_template, out, cap, &count, &refused);
       }
-  /* Forward, lanes split the states: threads are the lanes of a channel (dividing N),
-   * items the steps of a time block. */
-  for (int lanes = 1; r->variant.op == SF_OP_FWD && lanes <= 32; lanes *= 2)
-    for (int items = 16; lanes <= r->variant.dstate && r->variant.dstate % lanes == 0 && items <= 64; items *= 2)
+  /* Lanes split the states: threads are the lanes of a channel (dividing N), items the
+   * steps of a time block; the backward interleaves one state per pass here (its
+   * refinements try more). */
+  const bool forward = r->variant.op == SF_OP_FWD;
+  for (int lanes = 1; lanes <= 32; lanes *= 2)
+    for (int items = forward ? 16 : 4; lanes <= r->variant.dstate && r->variant.dstate % lanes == 0 && items <= (forward ? 64 : 32);
+         items *= 2)
       for (int channels = 1; channels <= 256; channels *= 2) {
         sf_variant v = r->variant;
-        sf_tune_knobs k = {true, lanes, items, channels, first.states, first.min_blocks};
+        sf_tune_knobs k = {true, lanes, items, channels, forward ? first.states : 1, first.min_blocks};
         sf_tune_knobs_apply(&k, &v);
         offer(r, v, ask_template, out, cap, &count, &refused);
       }
@@ -282,11 +285,17 @@ static int effective_states(int s, int n) {
 
 int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap) {
   int count = 0;
-  /* Other states (split=time forward): each power of two the template would use as is. */
+  /* Other states: for the split=time forward each power of two the template would use as
+   * is; for the split=state backward the states interleaved per pass (dividing a lane's). */
   const int have = effective_states(base->states, base->dstate);
-  for (int states = 1; base->op == SF_OP_FWD && !base->split_states && states <= 16 && states <= base->dstate;
+  const bool bwd_states = base->op == SF_OP_BWD && base->split_states;
+  const int per_lane = base->threads > 0 ? base->dstate / base->threads : 1;
+  for (int states = 1; (bwd_states || (base->op == SF_OP_FWD && !base->split_states)) && states <= 16 &&
+                       states <= base->dstate;
        states *= 2) {
-    if (effective_states(states, base->dstate) != states || states == have) continue;
+    if (bwd_states ? (states > per_lane || per_lane % states != 0 || states == base->states)
+                   : (effective_states(states, base->dstate) != states || states == have))
+      continue;
     sf_variant v = *base;
     v.states = states;
     if (sf_variant_validate(&v) != SF_OK || !worth_measuring(r, &v)) continue;
@@ -295,7 +304,7 @@ int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_var
   }
   /* Register caps: blocks per SM the kernel must fit, while that many blocks still fit
    * the SM's 2048 threads. */
-  for (int blocks = 2; blocks <= 8; blocks *= 2) {
+  for (int blocks = 2; blocks <= 16; blocks *= 2) {
     if (blocks == base->min_blocks || blocks * base->threads * base->channels > 2048) continue;
     sf_variant v = *base;
     v.min_blocks = blocks;

@@ -105,6 +105,55 @@ Test(bwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
   }
 }
 
+/* The split=state template over its knobs, every dtype, d_state 1 to 128, every flag set
+ * and lengths from 1 step to several intervals with a ragged end (and one of 100k steps):
+ * 16-bit rows of 4 steps (8-byte copies), several states interleaved per pass, lanes from
+ * 1 to 32. */
+Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
+  gpu_skip_without_device();
+  static const struct { int dstate; const char *spec; } cases[] = {
+      {1, "split=state,threads=1,items=4,channels=32"},
+      {5, "split=state,threads=1,items=8,channels=32,states=5"},
+      {16, "split=state,threads=4,items=4,channels=8,states=1"},
+      {16, "split=state,threads=8,items=8,channels=4,states=2"},
+      {16, "split=state,threads=16,items=4,channels=4,states=1"},
+      {64, "split=state,threads=16,items=4,channels=2,states=2"},
+      {128, "split=state,threads=32,items=4,channels=1,states=4"}};
+  static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
+  static const int64_t lengths[] = {1, 77, 1000};
+  uint64_t seed = 777;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+      for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        const flag_set *fs = &flag_sets[(k + t + l) % (sizeof flag_sets / sizeof flag_sets[0])];
+        sf_check_shape shape = {
+            .batch = 2, .dim = 64, .seqlen = lengths[l], .dstate = cases[k].dstate, .groups = fs->groups,
+            .dtype = dtypes[t], .z = fs->z, .D = fs->D, .delta_bias = fs->delta_bias,
+            .softplus = fs->softplus, .B_fixed = fs->B_fixed, .C_fixed = fs->C_fixed, .h0 = fs->h0,
+            .d_last_state = fs->d_last_state};
+        sf_launch launch = {.spec = cases[k].spec};
+        sf_check_bwd_result r;
+        sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
+        cr_expect_eq(st, SF_OK, "%s %s L=%lld [%s]: %s", cases[k].spec, sf_dtype_name(dtypes[t]),
+                     (long long)lengths[l], fs->name, sf_last_error());
+        if (st != SF_OK) continue;
+        char errors[512] = "";
+        describe(errors, sizeof errors, &r);
+        cr_expect(r.passed, "%s %s L=%lld [%s]: %s(bar %.0e)", cases[k].spec, sf_dtype_name(dtypes[t]),
+                  (long long)lengths[l], fs->name, errors, r.bar);
+      }
+  /* One long sequence: 100k steps, 196 intervals. */
+  sf_check_shape shape = {.batch = 1, .dim = 16, .seqlen = 100000, .dstate = 16, .groups = 1,
+                          .dtype = SF_BF16, .z = true, .D = true, .delta_bias = true,
+                          .softplus = true, .h0 = true, .d_last_state = true};
+  sf_launch launch = {.spec = "split=state,threads=4,items=4,channels=8,states=1"};
+  sf_check_bwd_result r;
+  cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &launch, seed, &r), SF_OK, "%s", sf_last_error());
+  char errors[512] = "";
+  describe(errors, sizeof errors, &r);
+  cr_expect(r.passed, "L=100000: %s(bar %.0e)", errors, r.bar);
+}
+
 /* Deterministic mode: correct, and bitwise identical over five runs of a large shape. */
 Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
   gpu_skip_without_device();

@@ -63,7 +63,7 @@ Test(tuning_candidates, candidates_respect_the_template_rules, .timeout = 300) {
     cr_expect(sf_tune_knobs_equal(&first, &want), "request %d: the first candidate is not the heuristics' choice", i);
     int split_state = 0;
     for (int k = 0; k < count; k++) split_state += c[k].split_states;
-    if (r->variant.op == SF_OP_FWD && r->shape.dim >= 64) cr_expect(split_state > 0, "request %d: no split=state candidate", i);
+    if (r->shape.dim >= 64 && r->variant.dstate <= 64) cr_expect(split_state > 0, "request %d: no split=state candidate", i);
     for (int k = 0; k < count; k++) {
       const sf_variant *v = &c[k];
       char spec[512];
@@ -139,7 +139,7 @@ Test(tuning_candidates, refinements_are_distinct_states_and_register_caps) {
     }
   }
   cr_expect_eq(states, 4, "states 2, 4, 8, 16");
-  cr_expect_eq(caps, 3, "minblocks 2, 4, 8 for a block of 128");
+  cr_expect_eq(caps, 4, "minblocks 2, 4, 8, 16 for a block of 128");
   r.variant.dstate = base.dstate = 12; /* divisors 1, 2, 4 among the powers of two up to 12 */
   n = sf_tune_refinements(&r, &base, out, 16);
   states = 0;
@@ -148,7 +148,20 @@ Test(tuning_candidates, refinements_are_distinct_states_and_register_caps) {
   base.dstate = 16;
   base.split_states = true, base.threads = 4, base.items = 16, base.channels = 16;
   n = sf_tune_refinements(&r, &base, out, 16);
-  for (int i = 0; i < n; i++) cr_expect(out[i].states == base.states, "split=state has no states knob");
+  for (int i = 0; i < n; i++) cr_expect(out[i].states == base.states, "split=state forward has no states knob");
+  /* The split=state backward interleaves states per pass: powers of two dividing the
+   * lane's N / threads = 4 states (1 is the base). */
+  base.op = r.variant.op = SF_OP_BWD;
+  base.items = 8, base.states = 1;
+  n = sf_tune_refinements(&r, &base, out, 16);
+  states = 0;
+  for (int i = 0; i < n; i++) {
+    if (out[i].states == 1) continue;
+    states++;
+    cr_expect(out[i].states == 2 || out[i].states == 4, "got states=%d", out[i].states);
+    cr_expect(out[i].min_blocks == base.min_blocks, "one knob changes at a time");
+  }
+  cr_expect_eq(states, 2, "states 2 and 4");
 }
 
 Test(tuning_candidates, entries_file_parses_and_formats_back) {

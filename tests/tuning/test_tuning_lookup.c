@@ -167,6 +167,24 @@ Test(tuning_lookup, backward_entries_must_fit_the_call) {
   free(user.entries);
 }
 
+/* A split=state backward entry has no interval to match: it serves every length in reach. */
+Test(tuning_lookup, state_split_backward_entries_serve_any_interval) {
+  sf_tune_section user = {0};
+  sf_variant cls = fwd_class();
+  cls.op = SF_OP_BWD;
+  sf_tune_entry e = entry(cls, 8, 1536, 2048, 8, 8, 8); /* lanes 8, items 8, channels 8 */
+  e.variant.split_states = true;
+  add(&user, e);
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  knobs k;
+  cr_assert(look(t, cls, 8, 1536, 1, 2048, &k));
+  cr_expect(k.threads == 8 && k.items == 8 && k.channels == 8);
+  cr_expect(look(t, cls, 8, 1536, 1, 1500, &k), "interval 2048's neighbour 1500 is in reach too");
+  sf_tune_table_free(t);
+  free(user.entries);
+}
+
 Test(tuning_lookup, state_split_entries_need_whole_groups_of_channels) {
   sf_tune_section user = {0};
   const sf_variant cls = fwd_class();

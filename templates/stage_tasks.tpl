@@ -1,0 +1,53 @@
+@ -- stage_tasks.tpl: inside a kernel, the table of this thread's copies that fill one
+@ -- stage (a time block of `stage.items` steps of every row in `stage.rows`), and
+@ -- `fetch(t0, which, all)`, which issues them for the block at t0 into stages[which].
+@ -- The including template sets the Lua global `stage` = { rows = { {name, count, base}
+@ -- ... }, items, padded (row length in the stage), block (threads), copy_bytes }, where
+@ -- `base` is the C expression of row i's first element. Rows marked `early = true` come
+@ -- first; a fetch with all = false copies only those.
+@ -- The table is built once: the same rows and columns serve every time block, and only
+@ -- t0 moves.
+@ local common = import("scan_common")
+@ local EPC = stage.copy_bytes // common.element_size(variant.dtype)
+@ local CHUNKS = stage.items // EPC
+@ local total_rows, early_rows = 0, 0
+@ for _, r in ipairs(stage.rows) do
+@   total_rows = total_rows + r.count
+@   if r.early then early_rows = total_rows end
+@ end
+@ local TASKS = total_rows * CHUNKS
+@ local PER_THREAD = (TASKS + stage.block - 1) // stage.block
+  /* Per copy: the source (at its column), and the rest packed in an int (stage offset
+   * << 9 | early << 8 | column << 1 | aligned); -1 when the thread has no task. */
+  __shared__ const elem_t *task_src[$(PER_THREAD)][$(stage.block)];
+  int task_meta[$(PER_THREAD)];
+#pragma unroll
+  for (int k = 0; k < $(PER_THREAD); k++) {
+    const int task = threadIdx.x + k * $(stage.block);
+    const int row = min(task, $(TASKS - 1)) / $(CHUNKS), c = task % $(CHUNKS);
+    const elem_t *base;
+    int dst_row;
+@ local first = 0
+@ for idx, r in ipairs(stage.rows) do
+    $(idx == 1 and "if" or "else if") (row < $(first + r.count)) {
+      const int i = row - $(first);
+      base = $(r.base);
+      dst_row = $(first * stage.padded) + i * $(stage.padded); /* stage_t.$(r.name) */
+    }
+@   first = first + r.count
+@ end
+    else { base = 0; dst_row = 0; } /* unreachable */
+    task_src[k][threadIdx.x] = base + c * $(EPC);
+    task_meta[k] = task < $(TASKS) ? ((dst_row + c * $(EPC)) << 9 | (row < $(early_rows)) << 8 |
+                                      (c * $(EPC)) << 1 | (((unsigned long long)base & $(stage.copy_bytes - 1)) == 0))
+                                   : -1;
+  }
+  auto fetch = [&](int t0, int which, bool all) {
+    elem_t *to = reinterpret_cast<elem_t *>(&stages[which]);
+#pragma unroll
+    for (int k = 0; k < $(PER_THREAD); k++) {
+      const int meta = task_meta[k];
+      if (meta >= 0 && (all || (meta & 256)))
+        copy_chunk(to + (meta >> 9), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
+    }
+  };
