@@ -148,6 +148,8 @@ sf_status sf_variant_apply(const char *spec, sf_variant *inout) {
   return SF_OK;
 }
 
+int sf_variant_block_threads(const sf_variant *v) { return v->threads * v->channels; }
+
 sf_status sf_variant_validate(const sf_variant *v) {
   if (!v) return sf_fail(SF_EINVAL, "sf_variant_validate: variant must not be NULL");
   if (v->op != SF_OP_FWD && v->op != SF_OP_BWD)

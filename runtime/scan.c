@@ -32,7 +32,7 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
   const sf_kernel *kernel;
   st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
   if (st != SF_OK) return st;
-  const unsigned block = (unsigned)(v.threads * v.channels);
+  const unsigned block = (unsigned)sf_variant_block_threads(&v);
   st = sf_kernel_check_launch(kernel, block, 0);
   if (st != SF_OK) return st;
   const sf_cu *cu;

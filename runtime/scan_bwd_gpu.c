@@ -120,7 +120,7 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   const sf_kernel *kernel;
   st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
   if (st != SF_OK) return st;
-  const unsigned block = (unsigned)(v.threads * v.channels);
+  const unsigned block = (unsigned)sf_variant_block_threads(&v);
   st = sf_kernel_check_launch(kernel, block, 0);
   if (st != SF_OK) return st;
   const sf_cu *cu;

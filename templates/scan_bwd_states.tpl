@@ -53,7 +53,7 @@
 @ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
 @ -- shared arrays written by every lane at once: strides that spread the writes over banks
 @ local part_row, part_slot = common.spread_strides(LN, 1, LN, TB)
-@ local red_row, red_slot = common.spread_strides(LN, S, N, TB)
+@ local red_row, red_slot = common.spread_strides(LN, S, N, TB, 4) -- 16-byte rows for the sums
 @ local smem_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + parts * CH * part_slot * 4
 @   + (variant.B_var and CH * red_slot * 4 or 0) + (variant.C_var and CH * red_slot * 4 or 0)
 @   + converted * N * (TB + 4) * 4
@@ -121,6 +121,26 @@ struct stage_t {
 @ end
 };
 
+/* Adds four consecutive sums into out[0..3]: one 16-byte atomic on sm_90 when `whole`
+ * (16-byte aligned, all four in the sequence), else one atomic per valid step. */
+__device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid) {
+@ if variant.deterministic then
+  if (whole) { *reinterpret_cast<float4 *>(out) = v; return; }
+  if (valid > 0) out[0] = v.x;
+  if (valid > 1) out[1] = v.y;
+  if (valid > 2) out[2] = v.z;
+  if (valid > 3) out[3] = v.w;
+@ else
+#if __CUDA_ARCH__ >= 900
+  if (whole) { atomicAdd(reinterpret_cast<float4 *>(out), v); return; }
+#endif
+  if (valid > 0) atomicAdd(out, v.x);
+  if (valid > 1) atomicAdd(out + 1, v.y);
+  if (valid > 2) atomicAdd(out + 2, v.z);
+  if (valid > 3) atomicAdd(out + 3, v.w);
+@ end
+}
+
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_bwd_params p) {
   __shared__ __align__(16) stage_t stages[2];
@@ -129,10 +149,10 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   /* each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y) */
   __shared__ float part[$(parts)][$(CH * part_slot)];
 @ if variant.B_var then
-  __shared__ float red_B[$(CH * red_slot)]; /* each channel's dB terms, summed over the block */
+  __shared__ __align__(16) float red_B[$(CH * red_slot)]; /* each channel's dB terms, summed over the block */
 @ end
 @ if variant.C_var then
-  __shared__ float red_C[$(CH * red_slot)];
+  __shared__ __align__(16) float red_C[$(CH * red_slot)];
 @ end
 @ if converted > 0 then
   /* B and C of the block converted to fp32 once, for every channel of the block */
@@ -171,6 +191,10 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @   else
   float $(m)_fixed[$(S)], d$(m)_sum[$(S)];
 @   end
+@ end
+@ if variant.B_var or variant.C_var then
+  /* 16-byte sums need rows of whole 16-byte runs */
+  const bool rows_of_four = (L & 3) == 0$(variant.B_var and " && ((unsigned long long)dB_rows & 15) == 0" or "")$(variant.C_var and " && ((unsigned long long)dC_rows & 15) == 0" or "");
 @ end
 @ if variant.D then
   const float D_d = f.D[d];
@@ -407,22 +431,22 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
       }
       __syncthreads();
 @ if variant.B_var or variant.C_var then
-      /* Variable dB, dC: the block's channels added, one atomic (or store) per (n, t). */
-#pragma unroll 1
-      for (int w = threadIdx.x; w < $(N * TB); w += $(BLOCK)) {
-        const int n = w / $(TB), i = w % $(TB), t = t0 + i;
+      /* Variable dB, dC: the block's channels added, four steps of a state at a time, one
+       * 16-byte atomic (or store) each where the rows allow it. */
+#pragma unroll
+      for (int w = threadIdx.x; w < $(N * TB // 4); w += $(BLOCK)) {
+        const int n = w / $(TB // 4), i4 = 4 * (w % $(TB // 4)), t = t0 + i4;
         if (t < L) {
 @   for _, m in ipairs({ "B", "C" }) do
 @     if variant[m .. "_var"] then
           if (d$(m)_rows) {
-            float sum = 0.f;
+            float4 sum = *reinterpret_cast<const float4 *>(&red_$(m)[n * $(red_row) + i4]);
 #pragma unroll
-            for (int s = 0; s < $(CH); s++) sum += red_$(m)[s * $(red_slot) + n * $(red_row) + i];
-@       if det then
-            d$(m)_rows[(long long)n * L + t] = sum;
-@       else
-            atomicAdd(d$(m)_rows + (long long)n * L + t, sum);
-@       end
+            for (int s = 1; s < $(CH); s++) {
+              const float4 x = *reinterpret_cast<const float4 *>(&red_$(m)[s * $(red_slot) + n * $(red_row) + i4]);
+              sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
+            }
+            add4(d$(m)_rows + (long long)n * L + t, sum, rows_of_four, L - t);
           }
 @     end
 @   end

@@ -34,15 +34,16 @@ function M.log2(x)
 end
 
 -- Shared-memory strides for an array that a warp's threads (lane t % lanes, slot
--- t // lanes) write at word lane * lane_words * inner + slot * slot_words, where inner is
--- a row of `row` words padded to `inner` and slot_words >= lanes * lane_words * inner:
--- the smallest paddings (row to inner, then slot_words) that spread the 32 writes over
--- the most banks.
-function M.spread_strides(lanes, lane_rows, rows_per_slot, row)
+-- t // lanes) write at word lane * lane_rows * inner + slot * slot_words, where inner is
+-- a row of `row` words padded to `inner` and slot_words >= rows_per_slot * inner: the
+-- smallest paddings (row to inner, then slot_words), both multiples of `align` words
+-- (default 1), that spread the 32 writes over the most banks.
+function M.spread_strides(lanes, lane_rows, rows_per_slot, row, align)
+  align = align or 1
   local best
-  for row_pad = 0, 7 do
+  for row_pad = 0, 7, align do
     local inner = row + row_pad
-    for slot_pad = 0, 31 do
+    for slot_pad = 0, 31, align do
       local slot_words = rows_per_slot * inner + slot_pad
       local per_bank, worst = {}, 0
       for t = 0, 31 do

@@ -54,28 +54,43 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   v->states = 4;
   v->min_blocks = 0;
   v->split_states = false;
-  /* Measured on an H200 (docs/perf.md, backward v3): with many channels and a small
-   * state, lanes split over states win (1943 us against 3481 us for the Mamba-130M row,
-   * 113 us against 141 us for MambaVision-T stage 3); at L = 49 the time split stays. */
+  const int64_t per_group = groups > 0 ? dim / groups : dim;
+  /* Measured on an H200 (docs/perf.md, backward v4): with many channels and a small
+   * state, lanes split over states win: at N = 16, 2 lanes of 8 states, blocks of 8 steps,
+   * 16 channels and a cap of 8 blocks per SM (1279 us for the Mamba-130M row in bf16,
+   * 1556 us with 8 lanes of 2 states); at N = 8, 4 lanes of 2 states and 8 channels
+   * (MambaVision-T stage 3: 79 us); at L = 49 the time split stays. */
   if (v->dstate % 4 == 0 && v->dstate <= 16 && batch * dim >= 4096 && seqlen >= 128) {
-    const int64_t per_group = groups > 0 ? dim / groups : dim;
-    int channels = 16;
-    while (channels > 8 && per_group % channels != 0) channels /= 2;
-    if (per_group % channels == 0) {
+    const int lanes = v->dstate >= 16 ? v->dstate / 8 : v->dstate / 2, channels = 32 / lanes;
+    if ((lanes & (lanes - 1)) == 0 && per_group % channels == 0) { /* lanes: a power of two */
       v->split_states = true;
-      v->threads = 4;
+      v->threads = lanes;
       v->items = 8;
       v->channels = channels;
       v->states = 1; /* states interleaved per pass: fewer registers */
+      v->min_blocks = v->dstate >= 16 ? 8 : 0;
+      return;
+    }
+  }
+  /* Large states over long sequences (docs/perf.md, backward v4): lanes split the states,
+   * at most 8 a lane (8 to 32 lanes, one warp of channels), blocks of 4 steps, two states
+   * per pass from 8 a lane: 3.0-3.4 ms against 8.2-9.0 ms at N = 128 and 256. */
+  if (v->dstate > 16 && seqlen >= 1024) {
+    for (int lanes = 8; lanes <= 32; lanes *= 2) {
+      if (v->dstate % lanes != 0 || v->dstate / lanes > 8 || per_group % (32 / lanes) != 0) continue;
+      v->split_states = true;
+      v->threads = lanes;
+      v->items = 4;
+      v->channels = 32 / lanes;
+      v->states = v->dstate / lanes >= 8 ? 2 : 1;
       return;
     }
   }
   const int interval = (int)sf_scan_state_interval(seqlen);
-  int items = interval >= 512 ? 8 : 8;
+  int items = 8;
   int threads = interval / items;
   /* Large states fill shared memory with per-channel sums: one channel per block. */
   int channels = v->dstate > 64 ? 1 : threads >= 64 ? 4 : 128 / threads;
-  const int64_t per_group = groups > 0 ? dim / groups : dim;
   while (channels > 1 && per_group % channels != 0) channels /= 2;
   /* A block must fill whole warps: with few channels, give each more threads. */
   while (threads * channels < 32 && threads < interval) {

@@ -211,7 +211,7 @@ static sf_variant heuristic_default(const sf_tune_request *r) {
 
 /* The tuner's limits of docs/tuning.md: what is worth measuring at all. */
 static bool worth_measuring(const sf_tune_request *r, const sf_variant *v) {
-  const int64_t block = (int64_t)v->threads * v->channels, chunk = (int64_t)v->threads * v->items;
+  const int64_t block = sf_variant_block_threads(v), chunk = (int64_t)v->threads * v->items;
   const int64_t P = next_pow2(r->shape.seqlen), per_group = r->shape.dim / r->shape.groups;
   if (block < 32 || block > 256) return false;
   if (v->channels > next_pow2(r->shape.dim)) return false;
@@ -303,9 +303,10 @@ int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_var
     count++;
   }
   /* Register caps: blocks per SM the kernel must fit, while that many blocks still fit
-   * the SM's 2048 threads. */
-  for (int blocks = 2; blocks <= 16; blocks *= 2) {
-    if (blocks == base->min_blocks || blocks * base->threads * base->channels > 2048) continue;
+   * the SM's 2048 threads (and its 32 blocks). */
+  const int block = sf_variant_block_threads(base);
+  for (int blocks = 2; blocks <= 32; blocks = blocks < 16 ? blocks * 2 : blocks + 8) {
+    if (blocks == base->min_blocks || blocks * block > 2048) continue;
     sf_variant v = *base;
     v.min_blocks = blocks;
     if (sf_variant_validate(&v) != SF_OK) continue;

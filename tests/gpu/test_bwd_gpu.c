@@ -88,7 +88,7 @@ Test(bwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
       {3000, "threads=128,items=4,channels=1"}, {3000, "threads=512,items=1,channels=2"},
       {49, "split=state,threads=4,items=8,channels=16"}, {196, "split=state,threads=4,items=8,channels=8"},
       {3000, "split=state,threads=4,items=8,channels=16"}, {3000, "split=state,threads=16,items=16,channels=2"},
-      {3000, "split=state,threads=2,items=4,channels=16"}, {700, "split=state,threads=8,items=32,channels=4"}};
+      {3000, "split=state,threads=2,items=4,channels=16"}, {700, "split=state,threads=8,items=16,channels=4,states=1"}};
   uint64_t seed = 99;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     sf_check_shape shape = {.batch = 3, .dim = 32, .seqlen = cases[k].L, .dstate = 16, .groups = 2,
@@ -107,7 +107,7 @@ Test(bwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
 
 /* The split=state template over its knobs, every dtype, d_state 1 to 128, every flag set
  * and lengths from 1 step to several intervals with a ragged end (and one of 100k steps):
- * 16-bit rows of 4 steps (8-byte copies), several states interleaved per pass, lanes from
+ * 16-bit rows of 4 steps (8-byte copies), 1 to 8 states interleaved per pass, lanes from
  * 1 to 32. */
 Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
   gpu_skip_without_device();
@@ -117,6 +117,8 @@ Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardow
       {16, "split=state,threads=4,items=4,channels=8,states=1"},
       {16, "split=state,threads=8,items=8,channels=4,states=2"},
       {16, "split=state,threads=16,items=4,channels=4,states=1"},
+      {16, "split=state,threads=2,items=4,channels=16,states=4"},
+      {16, "split=state,threads=8,items=8,channels=8,states=2"},
       {64, "split=state,threads=16,items=4,channels=2,states=2"},
       {128, "split=state,threads=32,items=4,channels=1,states=4"}};
   static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
@@ -142,6 +144,18 @@ Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardow
         cr_expect(r.passed, "%s %s L=%lld [%s]: %s(bar %.0e)", cases[k].spec, sf_dtype_name(dtypes[t]),
                   (long long)lengths[l], fs->name, errors, r.bar);
       }
+  /* Fixed B and C, 40 channels: the last block's slots past dim idle. */
+  for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
+    sf_check_shape shape = {.batch = 2, .dim = 40, .seqlen = 300, .dstate = 16, .groups = 1,
+                            .dtype = dtypes[t], .z = true, .D = true, .delta_bias = true, .softplus = true,
+                            .B_fixed = true, .C_fixed = true, .h0 = true, .d_last_state = true};
+    sf_launch launch = {.spec = "split=state,threads=8,items=8,channels=16"};
+    sf_check_bwd_result r;
+    cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r), SF_OK, "%s", sf_last_error());
+    char errors[512] = "";
+    describe(errors, sizeof errors, &r);
+    cr_expect(r.passed, "%s dim 40, fixed B and C: %s(bar %.0e)", sf_dtype_name(dtypes[t]), errors, r.bar);
+  }
   /* One long sequence: 100k steps, 196 intervals. */
   sf_check_shape shape = {.batch = 1, .dim = 16, .seqlen = 100000, .dstate = 16, .groups = 1,
                           .dtype = SF_BF16, .z = true, .D = true, .delta_bias = true,

@@ -150,18 +150,22 @@ Test(tuning_candidates, refinements_are_distinct_states_and_register_caps) {
   n = sf_tune_refinements(&r, &base, out, 16);
   for (int i = 0; i < n; i++) cr_expect(out[i].states == base.states, "split=state forward has no states knob");
   /* The split=state backward interleaves states per pass: powers of two dividing the
-   * lane's N / threads = 4 states (1 is the base). */
+   * lane's N / threads = 4 states (1 is the base); a block of 32 threads is capped at up
+   * to 32 blocks per SM. */
   base.op = r.variant.op = SF_OP_BWD;
-  base.items = 8, base.states = 1;
+  base.threads = 4, base.items = 8, base.channels = 8, base.states = 1;
   n = sf_tune_refinements(&r, &base, out, 16);
-  states = 0;
+  states = 0, caps = 0;
   for (int i = 0; i < n; i++) {
-    if (out[i].states == 1) continue;
-    states++;
-    cr_expect(out[i].states == 2 || out[i].states == 4, "got states=%d", out[i].states);
-    cr_expect(out[i].min_blocks == base.min_blocks, "one knob changes at a time");
+    cr_expect((out[i].states != 1) != (out[i].min_blocks != 0), "one knob changes at a time");
+    if (out[i].states != 1) {
+      states++;
+      cr_expect(out[i].states == 2 || out[i].states == 4, "got states=%d", out[i].states);
+    }
+    caps += out[i].min_blocks != 0;
   }
   cr_expect_eq(states, 2, "states 2 and 4");
+  cr_expect_eq(caps, 6, "minblocks 2, 4, 8, 16, 24, 32 for a block of 32");
 }
 
 Test(tuning_candidates, entries_file_parses_and_formats_back) {

@@ -107,6 +107,8 @@ sf_status sf_variant_parse(const char *spec, sf_variant *out);
 sf_status sf_variant_apply(const char *spec, sf_variant *inout);
 /* Checks every key and combination; names the key, the value and what is allowed. */
 sf_status sf_variant_validate(const sf_variant *v);
+/* Threads of one block of the variant's kernel (threads x channels). */
+int sf_variant_block_threads(const sf_variant *v);
 /* Writes the canonical spec (every key, fixed order); returns the length it needs,
  * like snprintf. */
 int sf_variant_format(const sf_variant *v, char *buf, size_t cap);
