@@ -49,6 +49,7 @@ static const entry_point entry_points[] = {
     SF_CU_ENTRY(ModuleGetFunction, cuModuleGetFunction),
     SF_CU_ENTRY(FuncGetAttribute, cuFuncGetAttribute),
     SF_CU_ENTRY(FuncSetAttribute, cuFuncSetAttribute),
+    SF_CU_ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor),
     SF_CU_ENTRY(LaunchKernel, cuLaunchKernel),
     SF_CU_ENTRY(MemAlloc, cuMemAlloc),
     SF_CU_ENTRY(MemFree, cuMemFree),

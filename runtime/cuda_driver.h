@@ -36,6 +36,8 @@ typedef struct sf_cu {
   CUresult (*ModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
   CUresult (*FuncGetAttribute)(int *value, CUfunction_attribute attribute, CUfunction function);
   CUresult (*FuncSetAttribute)(CUfunction function, CUfunction_attribute attribute, int value);
+  CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, CUfunction function, int block_size,
+                                                        size_t dynamic_shared);
   CUresult (*LaunchKernel)(CUfunction function, unsigned int grid_x, unsigned int grid_y,
                            unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                            unsigned int block_z, unsigned int shared_bytes, CUstream stream,

@@ -52,6 +52,11 @@ typedef struct sf_bwd_params {
    * variable (batch, G, N, L) or fixed (dim, N); dD, ddelta_bias (dim,) */
   float *dA, *dB, *dC, *dD, *ddelta_bias;
   float *dh0; /* (batch, dim, N), written */
+  /* Intervals in parallel (split=state backward, sf_scan_bwd_carry first): block z walks
+   * interval z alone; what later intervals hand it back comes from these, (batch, dim,
+   * nsaved, N) each: the product of the interval's decays and its adjoint at its start
+   * when the adjoint past its end is 0. NULL: one block walks every interval. */
+  const float *carry_decay, *carry_adjoint;
 } sf_bwd_params;
 
 #endif

@@ -128,6 +128,16 @@ sf_status sf_context_target(sf_context *ctx, sf_target *target) {
   return st;
 }
 
+sf_status sf_context_sm_count(sf_context *ctx, int *sm_count) {
+  CUcontext context;
+  CUdevice device;
+  const sf_device_slot *slot;
+  sf_status st = current_device(&context, &device);
+  if (st == SF_OK) st = device_slot(ctx, device, &slot);
+  if (st == SF_OK) *sm_count = slot->sm_count;
+  return st;
+}
+
 /* ---- loaded kernels --------------------------------------------------------------- */
 
 /* The in-process key of a (variant, target): packed fields, so that the launch path

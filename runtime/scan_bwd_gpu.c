@@ -44,8 +44,9 @@ typedef struct sums {
 } sums;
 
 /* Deterministic mode: partial sums in a stream-ordered workspace, one slice per batch row
- * (dA, fixed dB/dC, dD, ddelta_bias) or per block of a group's channels (variable dB/dC),
- * added up afterwards by sf_scan_bwd_finalize in a fixed order. */
+ * and interval walked in parallel (dA, fixed dB/dC, dD, ddelta_bias) or per block of a
+ * group's channels (variable dB/dC), added up afterwards by sf_scan_bwd_finalize in a
+ * fixed order. */
 typedef struct deterministic_plan {
   CUdeviceptr workspace;
   sums partials;
@@ -53,7 +54,7 @@ typedef struct deterministic_plan {
   int64_t slices[5], sizes[5];
 } deterministic_plan;
 
-static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v,
+static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v, int64_t intervals,
                                CUstream stream, deterministic_plan *plan) {
   const sf_scan_fwd_args *f = &r->fwd;
   const int64_t N = f->dstate, L = f->seqlen, batch = f->batch;
@@ -63,7 +64,7 @@ static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const
   const int64_t fixed_sizes[5] = {f->dim * N, f->dim * N, f->dim * N, f->dim, f->dim};
   int64_t total = 0;
   for (int k = 0; k < 5; k++) {
-    plan->slices[k] = var[k] ? blocks_per_group : batch;
+    plan->slices[k] = var[k] ? blocks_per_group : batch * intervals;
     plan->sizes[k] = var[k] ? batch * f->groups * N * L : fixed_sizes[k];
     if (outputs[k]) total += plan->slices[k] * plan->sizes[k];
   }
@@ -106,6 +107,27 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
   return st != SF_OK ? st : freed;
 }
 
+/* The split=state template can walk the state intervals in parallel, once
+ * sf_scan_bwd_carry has measured what each hands back to the one before it. That costs a
+ * pass more (about a fifth) and pays only when one block per group of channels leaves
+ * the GPU idle: measured on an H200 (docs/perf.md, backward v5), 14x faster with 64
+ * channels of 65536 steps, 18% slower for the Mamba-130M row that fills 73% of a wave. So
+ * intervals go in parallel when the blocks of the plain walk fill less than half of
+ * what the GPU holds at once. */
+static sf_status walk_intervals_in_parallel(sf_context *ctx, const sf_cu *cu, const sf_kernel *kernel,
+                                            const sf_variant *v, int64_t blocks, int64_t nsaved, bool *parallel) {
+  *parallel = false;
+  if (!v->split_states || nsaved < 2) return SF_OK;
+  int sm_count = 0, per_sm = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st == SF_OK)
+    st = sf_cu_check(cu->OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel->function,
+                                                                   sf_variant_block_threads(v), 0),
+                     "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (st == SF_OK) *parallel = 2 * blocks < (int64_t)per_sm * sm_count;
+  return st;
+}
+
 sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch) {
   const sf_scan_fwd_args *f = &r->fwd;
   if (f->seqlen > INT_MAX || f->dim > INT_MAX)
@@ -130,10 +152,15 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
 
   const int64_t N = f->dstate, L = f->seqlen;
   const int64_t var_size = f->batch * f->groups * N * L, fixed_size = f->dim * N;
+  const int64_t nsaved = sf_scan_saved_states(L);
+  const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
+  bool parallel = false;
+  st = walk_intervals_in_parallel(ctx, cu, kernel, &v, (int64_t)grid_x * f->batch, nsaved, &parallel);
+  if (st != SF_OK) return st;
   sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
   deterministic_plan plan = {0};
   if (r->deterministic) {
-    st = plan_partials(cu, r, &v, stream, &plan);
+    st = plan_partials(cu, r, &v, parallel ? nsaved : 1, stream, &plan);
     if (st != SF_OK) return st;
     s = plan.partials;
   } else {
@@ -145,9 +172,18 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     if (st != SF_OK) return st;
   }
 
+  const sf_kernel *carry = NULL;
+  CUdeviceptr carries = 0;
+  const int64_t carry_count = parallel ? f->batch * f->dim * nsaved * N : 0;
+  if (parallel) {
+    st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_bwd_carry", &carry, NULL);
+    if (st == SF_OK)
+      st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 2 * sizeof(float), stream),
+                       "cuMemAllocAsync(interval carries)");
+  }
+
   const int es = sf_dtype_size(f->dtype);
-  const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
-  for (int64_t b0 = 0; b0 < f->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
+  for (int64_t b0 = 0; st == SF_OK && b0 < f->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
     const int64_t rows = f->batch - b0 < SF_MAX_BATCH_PER_LAUNCH ? f->batch - b0 : SF_MAX_BATCH_PER_LAUNCH;
     const int64_t state_offset = b0 * f->dim * N;
     sf_bwd_params p = {
@@ -168,10 +204,22 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
         .dh0 = r->dh0 ? r->dh0 + state_offset : NULL,
     };
     void *params[] = {&p};
-    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, 1, block, 1, 1, 0,
-                                      stream, params, NULL),
+    if (parallel) {
+      float *decay = (float *)(uintptr_t)carries + b0 * f->dim * nsaved * N;
+      p.carry_decay = decay;
+      p.carry_adjoint = decay + carry_count;
+      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)(nsaved - 1), block, 1, 1,
+                                        0, stream, params, NULL),
+                       "cuLaunchKernel(sf_scan_bwd_carry)");
+      if (st != SF_OK) break;
+    }
+    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, parallel ? (unsigned)nsaved : 1u,
+                                      block, 1, 1, 0, stream, params, NULL),
                      "cuLaunchKernel(sf_scan_bwd)");
-    if (st != SF_OK) break;
+  }
+  if (carries) {
+    sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(interval carries)");
+    if (st == SF_OK) st = freed;
   }
   if (r->deterministic) st = finish_partials(ctx, cu, &v, &plan, st, stream);
   return st;

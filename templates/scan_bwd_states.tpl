@@ -142,7 +142,10 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
 }
 
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
-extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_bwd_params p) {
+/* The kernel's body: CARRY = false walks intervals backwards for every gradient;
+ * CARRY = true (sf_scan_bwd_carry) only measures what each interval hands back to the one
+ * before it, so that the main pass can walk all intervals at once. */
+template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
   /* the channel's per-step values, each computed once by the lane that owns the step */
   __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
@@ -278,7 +281,68 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   };
 
   const int K = f.state_interval;
-  for (int c = f.nsaved - 1; c >= 0; c--) {
+  if (CARRY) {
+    /* Interval blockIdx.z + 1 from its start, with an adjoint of 0 past its end:
+     * e[start] = sum over its steps t of (a[start] ... a[t]) C[t] g[t], and the product of
+     * all its decays, which multiplies the adjoint past its end (docs/design-backward-kernel.md). */
+    const int c = blockIdx.z + 1, i0 = c * K;
+    const int blocks = (min(i0 + K, L) - i0 + $(TB - 1)) / $(TB);
+    float decay[$(S)], adjoint[$(S)];
+#pragma unroll
+    for (int s = 0; s < $(S); s++) decay[s] = 1.f, adjoint[s] = 0.f;
+    fetch(i0, 0, true);
+    copies_commit();
+    for (int k = 0; k < blocks; k++) {
+      const int t0 = i0 + k * $(TB);
+      if (k + 1 < blocks) fetch(t0 + $(TB), (k + 1) & 1, true);
+      copies_commit();
+      copies_wait_previous();
+      __syncthreads();
+      const stage_t &st = stages[k & 1];
+      convert(st, true);
+      my_steps(st, t0, true);
+      __syncthreads();
+#pragma unroll
+      for (int i4 = 0; i4 < $(TB); i4 += 4) {
+        const four dt = load4(&steps[0][slot][i4]), gv = load4(&steps[2][slot][i4]);
+#pragma unroll
+        for (int s = 0; s < $(S); s++) {
+@ if variant.C_var then
+          const four Cq = load4($(row_of("C")) + i4);
+@ end
+#pragma unroll
+          for (int j = 0; j < 4; j++) {
+            decay[s] *= exp2f(dt.v[j] * A2[s]);
+            adjoint[s] += decay[s] * $(variant.C_var and "Cq.v[j]" or "C_fixed[s]") * gv.v[j];
+          }
+        }
+      }
+      __syncthreads(); /* the stage and the step values are refilled next */
+    }
+    if (active) {
+#pragma unroll
+      for (int s = 0; s < $(S); s++) {
+        const long long at = (state_row / $(N) * f.nsaved + c) * $(N) + n_first + s;
+        ((float *)p.carry_decay)[at] = decay[s];
+        ((float *)p.carry_adjoint)[at] = adjoint[s];
+      }
+    }
+    return;
+  }
+  /* One interval per block when the carries were measured: the adjoint past its end is
+   * what the later intervals hand back, combined from the last one down. */
+  const bool parallel = p.carry_decay != 0;
+  const int c_last = parallel ? (int)blockIdx.z : f.nsaved - 1, c_first = parallel ? (int)blockIdx.z : 0;
+  if (parallel) {
+    for (int c = f.nsaved - 1; c > c_last; c--) {
+#pragma unroll
+      for (int s = 0; s < $(S); s++) {
+        const long long at = (state_row / $(N) * f.nsaved + c) * $(N) + n_first + s;
+        e[s] = p.carry_decay[at] * e[s] + p.carry_adjoint[at];
+      }
+    }
+  }
+  for (int c = c_last; c >= c_first; c--) {
     const int i0 = c * K;
     const int blocks = (min(i0 + K, L) - i0 + $(TB - 1)) / $(TB);
     float h[$(S)];
@@ -500,7 +564,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   }
 
   /* Sums over time of this batch row: one atomic (or partial store) per value. */
-@ local row = det and "(long long)b * f.dim + d" or "(long long)d"
+@ -- deterministic partial slots: (interval of a parallel walk, batch row, channel)
+@ local row = det and "((long long)blockIdx.z * f.batch + b) * f.dim + d" or "(long long)d"
 #pragma unroll
   for (int offset = $(LN // 2); offset > 0; offset /= 2) {
     dD_sum += __shfl_xor_sync(0xffffffffu, dD_sum, offset, $(LN));
@@ -527,6 +592,14 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @   end
 @ end
   }
+}
+
+extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_bwd_params p) {
+  scan_bwd_body<false>(p);
+}
+
+extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_carry(const sf_bwd_params p) {
+  scan_bwd_body<true>(p);
 }
 @ if det then
 

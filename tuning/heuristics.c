@@ -72,6 +72,18 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
       return;
     }
   }
+  /* Few channels over 4096 steps or more (docs/perf.md, backward v5): lanes split
+   * the states and the intervals run in parallel; 8 lanes and 8 channels a block (313 us
+   * for 64 channels of 65536 steps against 4416 us with lanes over time). */
+  if ((v->dstate == 4 || v->dstate == 8 || v->dstate == 16) && batch * dim < 4096 &&
+      seqlen >= 4096 && per_group % 8 == 0) {
+    v->split_states = true;
+    v->threads = v->dstate < 8 ? v->dstate : 8;
+    v->items = 8;
+    v->channels = v->dstate < 8 ? 32 / v->dstate : 8;
+    v->states = 1;
+    return;
+  }
   /* Large states over long sequences (docs/perf.md, backward v4): lanes split the states,
    * at most 8 a lane (8 to 32 lanes, one warp of channels), blocks of 4 steps, two states
    * per pass from 8 a lane: 3.0-3.4 ms against 8.2-9.0 ms at N = 128 and 256. */

@@ -129,6 +129,13 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute at
   (void)attribute, (void)value;
   return function ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction function, int block_size,
+                                                             size_t dynamic_shared) {
+  (void)dynamic_shared;
+  if (!blocks || !function || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
+  *blocks = 2048 / block_size < 32 ? 2048 / block_size : 32;
+  return CUDA_SUCCESS;
+}
 /* Launches are checked against the limits of a real GPU, then counted. */
 CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
                                 unsigned int block_x, unsigned int block_y, unsigned int block_z,

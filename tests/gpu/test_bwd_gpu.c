@@ -156,6 +156,19 @@ Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardow
     describe(errors, sizeof errors, &r);
     cr_expect(r.passed, "%s dim 40, fixed B and C: %s(bar %.0e)", sf_dtype_name(dtypes[t]), errors, r.bar);
   }
+  /* Enough channels to fill the GPU: one block walks all intervals of its channels (the
+   * small shapes above walk them in parallel). */
+  {
+    sf_check_shape shape = {.batch = 32, .dim = 512, .seqlen = 1100, .dstate = 16, .groups = 1,
+                            .dtype = SF_BF16, .z = true, .D = true, .delta_bias = true,
+                            .softplus = true, .h0 = true, .d_last_state = true};
+    sf_launch launch = {.spec = "split=state,threads=8,items=8,channels=8"};
+    sf_check_bwd_result r;
+    cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r), SF_OK, "%s", sf_last_error());
+    char errors[512] = "";
+    describe(errors, sizeof errors, &r);
+    cr_expect(r.passed, "32x512x1100: %s(bar %.0e)", errors, r.bar);
+  }
   /* One long sequence: 100k steps, 196 intervals. */
   sf_check_shape shape = {.batch = 1, .dim = 16, .seqlen = 100000, .dstate = 16, .groups = 1,
                           .dtype = SF_BF16, .z = true, .D = true, .delta_bias = true,
