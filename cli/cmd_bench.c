@@ -1,4 +1,4 @@
-/* cmd_bench.c: scanforge bench: forward and backward times on the GPU against the floor and the established kernel (performance.md). */
+/* cmd_bench.c: scanforge bench: forward and backward times on the GPU against the floor. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -27,30 +27,29 @@ static void usage(FILE *out) {
           "                       [--forward-only | --backward-only] [--deterministic]\n"
           "                       [--spec SPEC] [--bwd-spec SPEC] [--tuned | --untuned]\n"
           "\n"
-          "Times the forward and the backward selective scan on the GPU, as performance.md\n"
-          "prescribes: random inputs rotated through enough copies that the working set\n"
-          "exceeds 128 MiB (so the L2 cache does not serve repeated runs), warm-up first\n"
-          "(kernel compile and load stay out of the numbers), each launch timed with CUDA\n"
-          "events on its own stream, every launch's status checked; median, min and p90 of\n"
-          "the repetitions. Every row: variable B and C, one group, D and delta_bias, softplus\n"
-          "on. The backward runs on the states a forward saved on the same inputs, with a\n"
-          "random dout, and writes every gradient (du, ddelta, dz with z, dA, dB, dC, dD,\n"
-          "ddelta_bias).\n"
+          "Times the forward and the backward selective scan on the GPU: random inputs rotated\n"
+          "through enough copies that the working set exceeds 128 MiB (so the L2 cache does\n"
+          "not serve repeated runs), warm-up first (kernel compile and load stay out of the\n"
+          "numbers), each launch timed with CUDA events on its own stream, every launch's\n"
+          "status checked; median, min and p90 of the repetitions. Every row: variable B and\n"
+          "C, one group, D and delta_bias, softplus on. The backward runs on the states a\n"
+          "forward saved on the same inputs, with a random dout, and writes every gradient\n"
+          "(du, ddelta, dz with z, dA, dB, dC, dD, ddelta_bias).\n"
           "\n"
           "Two tables, forward then backward. Per row: the variant (threads/items/channels),\n"
-          "the time, GB/s, the floor max(bytes / copy bandwidth, exps / (16 exp2 per SM per\n"
-          "clock)) as a percentage of the time, and for performance.md's rows the established\n"
-          "implementation's time (H200) with the speedup. Bytes: every input read once and\n"
-          "every output written once; for the backward u, delta, z, dout, B, C (in T), A, D,\n"
+          "the time, GB/s, and the floor max(bytes / copy bandwidth, exps / (16 exp2 per SM\n"
+          "per clock)) as a percentage of the time. Bytes: every input read once and every\n"
+          "output written once; for the backward u, delta, z, dout, B, C (in T), A, D,\n"
           "delta_bias and the saved states read, du, ddelta, dz (in T), dB, dC (fp32), dA, dD,\n"
           "ddelta_bias written. Exps: batch*dim*L*N for either pass. Once per pass: the GPU,\n"
           "the copy bandwidth measured in the same run, a cold NVRTC compile, a disk-cache hit,\n"
           "an in-process kernel lookup and the host time of one call through the C API.\n"
           "\n"
-          "  --rows FILE      the rows to run instead of performance.md's table (see below)\n"
+          "  --rows FILE      the rows to run instead of the reference rows\n"
+          "                   (bench/rows_reference.txt; file format below)\n"
           "  --dtype LIST     comma-separated types among fp32, fp16, bf16. Without --rows and\n"
-          "                   without --dtype: the table's rows in the types it lists them in;\n"
-          "                   with --dtype: every table shape in each type of LIST. Rows of a\n"
+          "                   without --dtype: the reference rows in the types they list;\n"
+          "                   with --dtype: every reference shape in each type of LIST. Rows of a\n"
           "                   file without a type run in each type of LIST (default fp32,bf16)\n"
           "  --json FILE      also write every number to FILE as JSON (a row's backward under\n"
           "                   \"backward\", its deterministic mode under \"backward_deterministic\")\n"
@@ -95,42 +94,32 @@ typedef struct bench_row {
   int dstate;
   bool z;
   sf_dtype dtype;
-  double ref_us;     /* the established implementation's forward (performance.md), 0 if none */
-  double bwd_ref_us; /* and its backward */
 } bench_row;
 
-/* performance.md's table: forward and backward times of the established implementation on
- * an H200. */
-static const bench_row table[] = {
-    {1, 4, 16, 4, false, SF_FP32, 13.2, 41.2},
-    {4, 16, 64, 16, false, SF_FP32, 16.1, 49.5},
-    {16, 64, 256, 64, false, SF_FP32, 45.4, 124.9},
-    {1, 256, 1024, 16, false, SF_FP32, 22.9, 74.3},
-    {1, 768, 1024, 16, false, SF_FP32, 35.3, 135.1},
-    {64, 160, 196, 8, false, SF_FP32, 52.8, 166.5},
-    {64, 320, 49, 8, false, SF_FP32, 58.4, 164.4},
-    {64, 256, 196, 8, false, SF_FP32, 78.4, 252.9},
-    {64, 512, 49, 8, false, SF_FP32, 86.8, 241.1},
-    {8, 1536, 2048, 16, true, SF_FP32, 879.6, 2054.5},
-    {4, 4096, 2048, 16, true, SF_FP32, 1163.5, 2718.1},
-    {1, 1536, 16384, 16, true, SF_FP32, 973.0, 2248.9},
-    {8, 1536, 2048, 16, true, SF_BF16, 448.0, 1770.8},
-    {4, 4096, 2048, 16, true, SF_BF16, 592.3, 2342.6},
-    {64, 160, 196, 8, false, SF_BF16, 53.3, 166.7},
-    {64, 512, 49, 8, false, SF_BF16, 86.4, 237.6},
+/* The default rows: the reference rows (as bench/rows_reference.txt lists them). */
+static const bench_row reference_rows[] = {
+    {1, 4, 16, 4, false, SF_FP32},
+    {4, 16, 64, 16, false, SF_FP32},
+    {16, 64, 256, 64, false, SF_FP32},
+    {1, 256, 1024, 16, false, SF_FP32},
+    {1, 768, 1024, 16, false, SF_FP32},
+    {64, 160, 196, 8, false, SF_FP32},
+    {64, 320, 49, 8, false, SF_FP32},
+    {64, 256, 196, 8, false, SF_FP32},
+    {64, 512, 49, 8, false, SF_FP32},
+    {8, 1536, 2048, 16, true, SF_FP32},
+    {4, 4096, 2048, 16, true, SF_FP32},
+    {1, 1536, 16384, 16, true, SF_FP32},
+    {8, 1536, 2048, 16, true, SF_BF16},
+    {4, 4096, 2048, 16, true, SF_BF16},
+    {64, 160, 196, 8, false, SF_BF16},
+    {64, 512, 49, 8, false, SF_BF16},
 };
-enum { TABLE_ROWS = sizeof table / sizeof table[0] };
+enum { REFERENCE_ROWS = sizeof reference_rows / sizeof reference_rows[0] };
 
 static bool same_shape(const bench_row *a, const bench_row *b) {
   return a->batch == b->batch && a->dim == b->dim && a->seqlen == b->seqlen && a->dstate == b->dstate &&
          a->z == b->z;
-}
-
-/* The table's row of this shape and type, or NULL. */
-static const bench_row *table_row(const bench_row *r) {
-  for (int i = 0; i < TABLE_ROWS; i++)
-    if (same_shape(&table[i], r) && table[i].dtype == r->dtype) return &table[i];
-  return NULL;
 }
 
 typedef struct row_list {
@@ -146,9 +135,6 @@ static bool add_row(row_list *l, bench_row r) {
     l->rows = grown;
     l->capacity = capacity;
   }
-  const bench_row *known = table_row(&r);
-  r.ref_us = known ? known->ref_us : 0;
-  r.bwd_ref_us = known ? known->bwd_ref_us : 0;
   l->rows[l->count++] = r;
   return true;
 }
@@ -237,15 +223,15 @@ static int read_rows_file(const char *path, const sf_dtype *dtypes, int ndtypes,
 }
 
 static int default_rows(const sf_dtype *dtypes, int ndtypes, row_list *out) {
-  for (int i = 0; i < TABLE_ROWS; i++) {
-    if (ndtypes == 0) { /* the table as it is */
-      if (!add_row(out, table[i])) return cli_fail("bench", "out of memory");
+  for (int i = 0; i < REFERENCE_ROWS; i++) {
+    if (ndtypes == 0) { /* the reference rows as they are */
+      if (!add_row(out, reference_rows[i])) return cli_fail("bench", "out of memory");
       continue;
     }
     bool seen = false; /* each shape once, in every asked type */
-    for (int k = 0; k < i && !seen; k++) seen = same_shape(&table[k], &table[i]);
+    for (int k = 0; k < i && !seen; k++) seen = same_shape(&reference_rows[k], &reference_rows[i]);
     for (int t = 0; t < ndtypes && !seen; t++) {
-      bench_row r = table[i];
+      bench_row r = reference_rows[i];
       r.dtype = dtypes[t];
       if (!add_row(out, r)) return cli_fail("bench", "out of memory");
     }
@@ -468,8 +454,8 @@ static void time_backward(gpu *g, const bench_row *r, int reps, int warmup, bool
 
 static void print_table_header(pass p, bool with_det) {
   printf("%s\n", p == PASS_FWD ? "forward" : "backward (every gradient: du, ddelta, dz with z, dA, dB, dC, dD, ddelta_bias)");
-  printf("%-20s %-5s %-9s %9s %9s %9s %8s %9s %7s %8s %8s", "shape B,D,L,N", "type", "t/i/c", "time us", "min us",
-         "p90 us", "GB/s", "floor us", "% floor", "ref us", "speedup");
+  printf("%-20s %-5s %-9s %9s %9s %9s %8s %9s %7s", "shape B,D,L,N", "type", "t/i/c", "time us", "min us", "p90 us",
+         "GB/s", "floor us", "% floor");
   if (with_det) printf(" %9s %8s", "det us", "det cost");
   printf("\n");
 }
@@ -486,14 +472,9 @@ static void print_row(const bench_row *r, const row_result *res, pass p) {
     return;
   }
   snprintf(config, sizeof config, "%d/%d/%d", x->variant.threads, x->variant.items, x->variant.channels);
-  const double us = x->t.median * 1e3, ref = p == PASS_FWD ? r->ref_us : r->bwd_ref_us;
-  printf("%-20s %-5s %-9s %9.1f %9.1f %9.1f %8.0f %9.1f %7.1f", label, sf_dtype_name(r->dtype), config, us,
-         x->t.min * 1e3, x->t.p90 * 1e3, x->bytes / (x->t.median * 1e-3) / 1e9, x->floor_ms * 1e3,
-         100.0 * x->floor_ms / x->t.median);
-  if (ref > 0)
-    printf(" %8.1f %7.2fx", ref, ref / us);
-  else
-    printf(" %8s %8s", "-", "-");
+  printf("%-20s %-5s %-9s %9.1f %9.1f %9.1f %8.0f %9.1f %7.1f", label, sf_dtype_name(r->dtype), config,
+         x->t.median * 1e3, x->t.min * 1e3, x->t.p90 * 1e3, x->bytes / (x->t.median * 1e-3) / 1e9,
+         x->floor_ms * 1e3, 100.0 * x->floor_ms / x->t.median);
   const pass_result *det = &res->pass[PASS_BWD_DET];
   if (p == PASS_BWD && det->ran) {
     if (det->ok)
@@ -505,8 +486,8 @@ static void print_row(const bench_row *r, const row_result *res, pass p) {
   fflush(stdout);
 }
 
-/* One pass as JSON (into j): variant, times, bytes, floor, the established time. */
-static void pass_json(json_t *j, const pass_result *x, double ref_us) {
+/* One pass as JSON (into j): variant, times, bytes, floor. */
+static void pass_json(json_t *j, const pass_result *x) {
   char spec[512];
   json_object_set_new(j, "ok", json_boolean(x->ok));
   if (!x->ok) {
@@ -529,10 +510,6 @@ static void pass_json(json_t *j, const pass_result *x, double ref_us) {
   json_object_set_new(j, "gb_per_s", json_real(x->bytes / (x->t.median * 1e-3) / 1e9));
   json_object_set_new(j, "floor_us", json_real(x->floor_ms * 1e3));
   json_object_set_new(j, "percent_of_floor", json_real(100.0 * x->floor_ms / x->t.median));
-  if (ref_us > 0) {
-    json_object_set_new(j, "established_us", json_real(ref_us));
-    json_object_set_new(j, "speedup", json_real(ref_us / (x->t.median * 1e3)));
-  }
 }
 
 /* A row: its shape, "ok" (every pass it timed ran), the forward's numbers at the top level
@@ -548,12 +525,12 @@ static json_t *row_json(const bench_row *r, const row_result *res) {
   json_object_set_new(j, "dtype", json_string(sf_dtype_name(r->dtype)));
   bool ok = true;
   for (int p = 0; p < PASSES; p++) ok = ok && (!res->pass[p].ran || res->pass[p].ok);
-  if (res->pass[PASS_FWD].ran) pass_json(j, &res->pass[PASS_FWD], r->ref_us);
+  if (res->pass[PASS_FWD].ran) pass_json(j, &res->pass[PASS_FWD]);
   json_object_set_new(j, "ok", json_boolean(ok)); /* after: the forward's "ok" is the row's */
   for (int p = PASS_BWD; p < PASSES; p++) {
     if (!res->pass[p].ran) continue;
     json_t *b = json_object();
-    pass_json(b, &res->pass[p], r->bwd_ref_us);
+    pass_json(b, &res->pass[p]);
     if (p == PASS_BWD_DET && res->pass[p].ok && res->pass[PASS_BWD].ok)
       json_object_set_new(b, "cost", json_real(res->pass[p].t.median / res->pass[PASS_BWD].t.median));
     json_object_set_new(j, pass_key[p], b);
@@ -676,12 +653,12 @@ static sf_status host_call_run(const host_call *c) {
   return c->backward ? sf_scan_bwd(c->ctx, &c->bwd, &c->launch) : sf_scan_fwd(c->ctx, &c->fwd, &c->launch);
 }
 
-/* Host time of sf_scan_fwd or sf_scan_bwd on the smallest table row: queue many calls,
+/* Host time of sf_scan_fwd or sf_scan_bwd on the smallest reference row: queue many calls,
  * then divide. */
 static void measure_host_launch(gpu *g, bool backward, json_t *j) {
   enum { CALLS = 1000 };
   const char *tag = backward ? " bwd" : "";
-  const bench_row r = table[0];
+  const bench_row r = reference_rows[0];
   sf_measure_sets b;
   sf_status st = buffers_alloc(g, &r, backward, 1, &b);
   if (st != SF_OK) {
@@ -902,8 +879,7 @@ static int bench_all(gpu *g, const bench_options *o, const row_list *rows, json_
       print_row(&rows->rows[i], &results[i], PASS_BWD);
     }
   }
-  printf("(ref us: the established implementation on an H200, performance.md; compare on the same GPU.\n"
-         " floor us = max(bytes / copy bandwidth, exps / exp2 rate), exps = B*D*L*N.%s%s)\n\n",
+  printf("(floor us = max(bytes / copy bandwidth, exps / exp2 rate), exps = B*D*L*N.%s%s)\n\n",
          o->backward ? "\n backward bytes: u, delta, z, dout, B, C (in T), A, D, delta_bias, saved states read once;\n"
                        " du, ddelta, dz (in T), dB, dC (fp32), dA, dD, ddelta_bias written once." : "",
          o->deterministic ? "\n det cost: the deterministic mode's time over the default backward's." : "");
