@@ -4,7 +4,7 @@
 
 MambaVision's call: variable B and C (one group), D, delta_bias, softplus, no gate. Two
 pure-TensorFlow baselines: "precomputed" (decays and inputs for all steps at once, the scan
-only multiplies and adds) and "per-step" (math.md's step transcribed: each step computes its
+only multiplies and adds) and "per-step" (docs/math.md's step transcribed: each step computes its
 decay, state and output). Everything runs as tf.function graphs on the same inputs; the
 median of --reps runs is reported, with the largest output difference as a check.
 """
@@ -21,7 +21,7 @@ import scanforge_tf  # noqa: E402
 
 
 def scan_tf(u, delta, A, B, C, D, delta_bias):
-    """math.md's forward with tf.scan over time: the way one writes it without a kernel."""
+    """docs/math.md's forward with tf.scan over time: the way one writes it without a kernel."""
     dt = tf.nn.softplus(delta + delta_bias[:, None])                     # (b, d, L)
     a = tf.exp(dt[:, :, None, :] * A[None, :, :, None])                  # (b, d, N, L)
     x = dt[:, :, None, :] * B[:, 0, None, :, :] * u[:, :, None, :]       # (b, d, N, L)

@@ -23,7 +23,7 @@ static void usage(FILE *out) {
           "\n"
           "On a GPU: picks each call's variant, generates and compiles its kernel with NVRTC\n"
           "(or finds it in the kernel cache), runs it on random inputs and compares the\n"
-          "outputs with a float64 reference against math.md's bars.\n"
+          "outputs with a float64 reference against docs/math.md's bars.\n"
           "Without a GPU: compiles the same variants for sm_80 and sm_90 through the cache,\n"
           "then runs the CPU implementation on the same shapes (the Mamba call with batch 1\n"
           "and dim 256, so that the host's float64 reference stays quick) and checks it.\n"
@@ -219,7 +219,7 @@ int cmd_demo(int argc, char **argv) {
   if (warning) fprintf(stderr, "scanforge demo: warning: %s\n", warning);
 
   printf("scanforge demo: the Mamba selective scan, generated from Lua templates, compiled by\n"
-         "NVRTC, cached on disk, checked against a float64 evaluation of math.md.\n\n");
+         "NVRTC, cached on disk, checked against a float64 evaluation of docs/math.md.\n\n");
   sf_device_info info;
   sf_target target;
   if (on_gpu && sf_device_get_info(0, &info) == SF_OK && sf_context_target(ctx, &target) == SF_OK) {
@@ -251,7 +251,7 @@ int cmd_demo(int argc, char **argv) {
   if (failed)
     printf("%d of %d calls FAILED\n", failed, CALLS);
   else
-    printf("all %d calls within math.md's bars\n", CALLS);
+    printf("all %d calls within docs/math.md's bars\n", CALLS);
   sf_context_destroy(ctx);
   return failed ? 1 : 0;
 }

@@ -34,7 +34,7 @@ static void usage(FILE *out) {
           "run resumes where it stopped: entries already in the database for this GPU, driver,\n"
           "NVRTC and templates are skipped.\n"
           "\n"
-          "  --entries FILE   entries to tune instead of the default grid (performance.md's rows\n"
+          "  --entries FILE   entries to tune instead of the default grid (the reference rows\n"
           "                   and MambaVision's shapes, fp32 and bf16): one a line,\n"
           "                   'BATCH,DIM,L,N[,G] [op=bwd,dtype=bf16,z=1,...]' ('#' comments);\n"
           "                   keys op, dtype, z, D, delta_bias, softplus, B, C, deterministic\n"

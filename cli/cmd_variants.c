@@ -9,7 +9,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: scanforge variants\n\n"
           "Prints the default variant grid, one canonical spec a line: the variants the\n"
-          "launch heuristics choose for performance.md's shapes and MambaVision's, forward\n"
+          "launch heuristics choose for the reference rows' shapes and MambaVision's, forward\n"
           "and backward, for fp32, fp16 and bf16, d_state 8 and 16, with and without the\n"
           "gate z.\n"
           "'scanforge cache warm' compiles this grid ahead of time.\n");

@@ -18,18 +18,18 @@ typedef struct sf_check_shape {
 } sf_check_shape;
 
 typedef struct sf_check_result {
-  double out_error;         /* relative error of out (math.md's measure) */
+  double out_error;         /* relative error of out (docs/math.md's measure) */
   double last_state_error;  /* of last_state */
   double saved_error;       /* of the saved states (the backward's checkpoints) */
-  double bar;               /* math.md's forward bar for the dtype */
+  double bar;               /* docs/math.md's forward bar for the dtype */
   bool passed;              /* every error within the bar (NaN or Inf never passes) */
   sf_variant variant;       /* what ran on the device (unset on the host) */
 } sf_check_result;
 
-/* math.md's bar for the forward output of a dtype: 1e-5 (fp32) or 5e-3 (fp16, bf16). */
+/* docs/math.md's bar for the forward output of a dtype: 1e-5 (fp32) or 5e-3 (fp16, bf16). */
 double sf_check_forward_bar(sf_dtype dtype);
 
-/* Draws inputs as math.md recommends (seeded), rounds them to the activation type, poisons
+/* Draws inputs as docs/math.md recommends (seeded), rounds them to the activation type, poisons
  * every output with NaN, runs sf_scan_fwd as `launch` says (device memory is allocated
  * and freed here), and compares out, last_state and the saved states with the float64
  * reference evaluated on the same rounded inputs. A failed comparison is not an error:
@@ -43,7 +43,7 @@ enum { SF_CHECK_MAX_GRADS = 9 };
 
 typedef struct sf_check_grad {
   const char *name; /* "du", "ddelta", "dz", "dA", "dB", "dC", "dD", "ddelta_bias", "dh0" */
-  double error;     /* relative error (math.md's measure) */
+  double error;     /* relative error (docs/math.md's measure) */
 } sf_check_grad;
 
 typedef struct sf_check_bwd_result {
@@ -51,12 +51,12 @@ typedef struct sf_check_bwd_result {
    * with h0; the others always), in the order of the names above. */
   sf_check_grad grads[SF_CHECK_MAX_GRADS];
   int count;
-  double bar;  /* math.md's gradient bar for the dtype */
+  double bar;  /* docs/math.md's gradient bar for the dtype */
   bool passed; /* every error within the bar (NaN or Inf never passes) */
   uint64_t checksum; /* XXH3 of every gradient's bytes: equal runs give equal checksums */
 } sf_check_bwd_result;
 
-/* math.md's bar for every gradient of a dtype: 1e-4 (fp32) or 1e-2 (fp16, bf16). */
+/* docs/math.md's bar for every gradient of a dtype: 1e-4 (fp32) or 1e-2 (fp16, bf16). */
 double sf_check_backward_bar(sf_dtype dtype);
 
 /* As sf_check_fwd, for the backward: draws inputs and cotangents (dout, and d_last_state

@@ -28,7 +28,7 @@ typedef struct sf_cpu_kernels {
   /* Floats of scratch one thread needs for the call (arguments resolved). */
   size_t (*fwd_scratch)(const sf_scan_fwd_args *a);
   size_t (*bwd_scratch)(const sf_scan_fwd_args *a);
-  /* math.md's forward / backward for channels [d0, d0 + count) of batch b. A thread runs
+  /* docs/math.md's forward / backward for channels [d0, d0 + count) of batch b. A thread runs
    * its blocks in order on one scratch; slot_begins marks the first of those in a (batch,
    * group) slot and slot_ends the last, between which the kernel keeps what the slot's
    * blocks share (B and C converted, per-lane sums of dB and dC) in the scratch. */

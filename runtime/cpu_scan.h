@@ -4,7 +4,7 @@
 
 #include "scanforge/scanforge.h"
 
-/* Runs math.md's forward on host pointers: validates `args` (sf_scan_fwd_validate), then
+/* Runs docs/math.md's forward on host pointers: validates `args` (sf_scan_fwd_validate), then
  * writes out, and last_state and saved_states when given. Loads and stores use the
  * activation type, all arithmetic is fp32. Channels go in blocks (8 per AVX2 vector, 1 on
  * the portable path: cpu_kernel.h, chosen at run time), and blocks are split over

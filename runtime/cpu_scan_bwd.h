@@ -4,7 +4,7 @@
 
 #include "scanforge/scanforge.h"
 
-/* Runs math.md's backward on host pointers: validates `args` (sf_scan_bwd_validate), then
+/* Runs docs/math.md's backward on host pointers: validates `args` (sf_scan_bwd_validate), then
  * writes every requested gradient (never accumulates into them). The forward is recomputed
  * one state interval at a time from fwd.saved_states, as sf_cpu_scan_fwd saved them, and
  * the reverse scan runs from the last interval to the first. Loads and stores use the

@@ -90,7 +90,7 @@ VEC_INLINE vf vf_exp(vf x) {
   return pow2_poly(_mm256_mul_ps(r, log2e), j, true);
 }
 
-/* math.md's softplus, log1p(exp(v)) for v <= 20 and v above, as max(v, 0) + log1p(e) with
+/* docs/math.md's softplus, log1p(exp(v)) for v <= 20 and v above, as max(v, 0) + log1p(e) with
  * e = exp(-|v|) in (0, 1], so that nothing overflows; log1p(e) = 2 atanh(s), s = e / (2 + e)
  * in (0, 1/3], by its series to s^13 (the rest is below 2e-8 of the sum). With `sigmoid`,
  * also sigmoid(v) = (v >= 0 ? 1 : e) / (1 + e) from the same e. */

@@ -1,4 +1,4 @@
-/* random_inputs.h: a seeded RNG and whole random scan problems with math.md's recommended inputs. */
+/* random_inputs.h: a seeded RNG and whole random scan problems with docs/math.md's recommended inputs. */
 #ifndef SCANFORGE_RANDOM_INPUTS_H
 #define SCANFORGE_RANDOM_INPUTS_H
 
@@ -22,7 +22,7 @@ double rng_normal(rng *r);
 void rng_fill_uniform(rng *r, double *x, size_t n, double lo, double hi);
 void rng_fill_normal(rng *r, double *x, size_t n);
 
-/* The two initialisations of A that math.md recommends. */
+/* The two initialisations of A that docs/math.md recommends. */
 typedef enum random_A_init {
   RANDOM_A_NEG_EXP_UNIFORM, /* A = -exp(U(0, 1)) */
   RANDOM_A_NEG_INDEX,       /* A[d, n] = -(n + 1), the usual S4D-real start */

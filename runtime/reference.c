@@ -1,4 +1,4 @@
-/* reference.c: math.md's forward and backward in float64, plain sequential loops. */
+/* reference.c: docs/math.md's forward and backward in float64, plain sequential loops. */
 #include "runtime/reference.h"
 
 #include <math.h>

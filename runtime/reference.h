@@ -1,4 +1,4 @@
-/* reference.h: the float64 reference of math.md's forward and backward, the oracle of every test. */
+/* reference.h: the float64 reference of docs/math.md's forward and backward, the oracle of every test. */
 #ifndef SCANFORGE_REFERENCE_H
 #define SCANFORGE_REFERENCE_H
 
@@ -7,7 +7,7 @@
 
 #include "scanforge/scanforge.h"
 
-/* One problem, every array contiguous double in math.md's layouts:
+/* One problem, every array contiguous double in docs/math.md's layouts:
  *   u, delta, z       (batch, dim, L)
  *   A                 (dim, N)
  *   B, C              variable: (batch, groups, N, L); fixed: (dim, N)

@@ -1,4 +1,4 @@
-/* relerr.h: relative error ||x - ref||_2 / ||ref||_2 in double, the accuracy measure of math.md. */
+/* relerr.h: relative error ||x - ref||_2 / ||ref||_2 in double, the accuracy measure of docs/math.md. */
 #ifndef SCANFORGE_RELERR_H
 #define SCANFORGE_RELERR_H
 

@@ -46,7 +46,7 @@ sf_tune_entry sf_tune_request_key(const sf_tune_request *r) {
 }
 
 int sf_tune_default_requests(sf_tune_request *out, int cap, bool with_bwd) {
-  /* performance.md's rows (batch, dim, L, N, z) and MambaVision's stages 3 and 4. */
+  /* The reference rows (batch, dim, L, N, z) and MambaVision's stages 3 and 4. */
   static const struct { int64_t batch, dim, seqlen; int dstate; bool z; } fp32_rows[] = {
       {1, 4, 16, 4, false},     {4, 16, 64, 16, false},    {16, 64, 256, 64, false},  {1, 256, 1024, 16, false},
       {1, 768, 1024, 16, false}, {64, 160, 196, 8, false}, {64, 320, 49, 8, false},   {64, 256, 196, 8, false},

@@ -18,7 +18,7 @@ typedef struct sf_tune_request {
   sf_tune_shape shape;
 } sf_tune_request;
 
-/* The default grid: performance.md's rows (fp32 and bf16 as it lists them, gated rows in
+/* The default grid: docs/perf.md's rows (fp32 and bf16 as it lists them, gated rows in
  * both) and MambaVision's stage shapes in fp32 and bf16, forward, and the backward when
  * with_bwd; all with variable B and C, one group, D, delta_bias and softplus. One request
  * per key (shapes of the same bucket collapse to the first). Writes up to `cap` and
@@ -27,7 +27,7 @@ int sf_tune_default_requests(sf_tune_request *out, int cap, bool with_bwd);
 
 /* Parses an entries file: one entry a line, "BATCH,DIM,L,N[,G] [KEY=VALUE,...]", where the
  * keys are op (fwd, bwd), dtype and the flags z, D, delta_bias, softplus, B, C,
- * deterministic (defaults: op=fwd, fp32, z=0 and the rest as performance.md's rows);
+ * deterministic (defaults: op=fwd, fp32, z=0 and the rest as docs/perf.md's rows);
  * blank lines and '#' comments are skipped. *out is a new array (free() it). SF_EINVAL
  * names the line. */
 sf_status sf_tune_parse_requests(const char *text, const char *origin, sf_tune_request **out, int *count);

@@ -352,7 +352,7 @@ Test(cli_bench, pretend_driver_both_passes_and_the_backward_floor, .timeout = 30
   cr_expect_not_null(strstr(out, "% floor"), "%s", out);
   cr_expect_null(strstr(out, "ref us"), "no copied reference times:\n%s", out);
   cr_expect_null(strstr(out, "speedup"), "no copied reference times:\n%s", out);
-  cr_expect_null(strstr(out, "performance.md"), "%s", out);
+  cr_expect_null(strstr(out, "docs/perf.md"), "%s", out);
   free(out);
   cr_assert_not_null(root, "no JSON written");
   json_t *passes = json_object_get(root, "passes");
@@ -449,7 +449,7 @@ Test(cli_bench, help_names_no_copied_times_and_the_reference_rows) {
   expect_run("bench --help", 0, "bench/rows_reference.txt");
   char *out;
   cr_expect_eq(run_cli("bench --help", &out), 0);
-  cr_expect_null(strstr(out, "performance.md"), "%s", out);
+  cr_expect_null(strstr(out, "docs/perf.md"), "%s", out);
   cr_expect_null(strstr(out, "speedup"), "%s", out);
   cr_expect_null(strstr(out, "established"), "%s", out);
   free(out);

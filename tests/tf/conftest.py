@@ -8,7 +8,7 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 DTYPES = {"float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}
-# math.md's bars: forward out, every gradient.
+# docs/math.md's bars: forward out, every gradient.
 FWD_BAR = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 5e-3}
 GRAD_BAR = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 

@@ -1,4 +1,4 @@
-"""scan_reference.py: math.md's forward and backward in float64 NumPy, and random problems for the tests."""
+"""scan_reference.py: docs/math.md's forward and backward in float64 NumPy, and random problems for the tests."""
 import numpy as np
 
 
@@ -19,7 +19,7 @@ def per_channel(X, batch, dim, L):
 
 
 def reduce_like(full, X):
-    """Sums a (batch, dim, N, L) gradient down to X's layout (math.md's dB, dC)."""
+    """Sums a (batch, dim, N, L) gradient down to X's layout (docs/math.md's dB, dC)."""
     if X.ndim == 2:
         return full.sum(axis=(0, 3))
     batch, dim, N, L = full.shape
@@ -55,7 +55,7 @@ def forward(p):
 
 
 def backward(p, dout, d_last_state=None):
-    """math.md's backward: a dict of gradients named like the inputs."""
+    """docs/math.md's backward: a dict of gradients named like the inputs."""
     out, _, s = forward(p)
     u, A = p["u"], p["A"]
     batch, dim, L = u.shape
@@ -95,7 +95,7 @@ def backward(p, dout, d_last_state=None):
 
 def random_problem(rng, batch, dim, L, N, groups=1, B_var=True, C_var=True, D=True, z=True,
                    delta_bias=True, softplus=True, h0=False):
-    """Inputs as math.md suggests: A = -exp(U(0,1)), delta_bias around -4 with softplus,
+    """Inputs as docs/math.md suggests: A = -exp(U(0,1)), delta_bias around -4 with softplus,
     u, B, C, z standard normal. float64; the test rounds them to its dtype."""
     p = dict(softplus=softplus)
     p["u"] = rng.standard_normal((batch, dim, L))

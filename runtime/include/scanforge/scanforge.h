@@ -118,7 +118,7 @@ int sf_dtype_size(sf_dtype dtype);
 
 
 /* ---- the selective scan ----------------------------------------------------------
- * math.md defines the function. Shapes: u, delta, z, out (batch, dim, L) with L
+ * docs/math.md defines the function. Shapes: u, delta, z, out (batch, dim, L) with L
  * contiguous and any element strides for the batch and dim axes (0 means contiguous);
  * A (dim, N) fp32; B and C variable (batch, G, N, L) in T with L contiguous, or fixed
  * (dim, N) fp32 contiguous; D, delta_bias (dim,) fp32; h0, last_state (batch, dim, N)
@@ -234,7 +234,7 @@ sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_la
 sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out);
 
 /* ---- the backward pass -----------------------------------------------------------
- * Gradients of math.md's backward. The forward's arguments are given again (`fwd`: u,
+ * Gradients of docs/math.md's backward. The forward's arguments are given again (`fwd`: u,
  * delta, A, B, C, D, delta_bias, z, h0, sizes and flags; its out and last_state are not
  * read) together with the states that forward saved (fwd.saved_states, required).
  * Gradients of activations are in T with their own strides (0 means contiguous);

@@ -45,7 +45,7 @@ def _optional(name, x, dtype, why):
 
 def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
                    return_last_state=False, initial_state=None):
-    """The selective scan of Mamba's selective_scan_fn (math.md), on CPU or GPU.
+    """The selective scan of Mamba's selective_scan_fn (docs/math.md), on CPU or GPU.
 
     u, delta, z: (batch, dim, L) in float32, float16 or bfloat16 (all one dtype).
     A: (dim, N) float32. B, C: (dim, N) float32 (fixed), or (batch, N, L) or
@@ -91,7 +91,7 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
 
 @tf.RegisterGradient("MambaSelectiveScan")
 def _selective_scan_grad(op, dout, d_last_state, _d_saved_states):
-    """Every gradient of math.md from one MambaSelectiveScanGrad call."""
+    """Every gradient of docs/math.md from one MambaSelectiveScanGrad call."""
     flags = {name: op.get_attr(name) for name in
              ("delta_softplus", "has_D", "has_z", "has_delta_bias", "has_h0")}
     u, delta, A, B, C, D, z, delta_bias, h0 = op.inputs
