@@ -118,22 +118,25 @@ static sf_status device_slot(sf_context *ctx, CUdevice device, const sf_device_s
   return SF_OK;
 }
 
-sf_status sf_context_target(sf_context *ctx, sf_target *target) {
+/* The slot of the calling thread's current device. */
+static sf_status current_slot(sf_context *ctx, const sf_device_slot **slot) {
   CUcontext context;
   CUdevice device;
-  const sf_device_slot *slot;
   sf_status st = current_device(&context, &device);
-  if (st == SF_OK) st = device_slot(ctx, device, &slot);
+  if (st == SF_OK) st = device_slot(ctx, device, slot);
+  return st;
+}
+
+sf_status sf_context_target(sf_context *ctx, sf_target *target) {
+  const sf_device_slot *slot;
+  sf_status st = current_slot(ctx, &slot);
   if (st == SF_OK) *target = slot->target;
   return st;
 }
 
 sf_status sf_context_sm_count(sf_context *ctx, int *sm_count) {
-  CUcontext context;
-  CUdevice device;
   const sf_device_slot *slot;
-  sf_status st = current_device(&context, &device);
-  if (st == SF_OK) st = device_slot(ctx, device, &slot);
+  sf_status st = current_slot(ctx, &slot);
   if (st == SF_OK) *sm_count = slot->sm_count;
   return st;
 }
