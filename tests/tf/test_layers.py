@@ -108,6 +108,23 @@ def test_selective_scan_layer_equals_the_function():
     np.testing.assert_array_equal(last.numpy(), ref_last.numpy())
 
 
+def test_selective_scan_layer_under_mixed_bfloat16_policy():
+    """Keras casts A, D and delta_bias to bfloat16 under the policy; the layer gives the op
+    float32 for them and bfloat16 activations, and matches the float32 layer."""
+    rng = np.random.default_rng(7)
+    f = lambda *s: tf.constant(rng.standard_normal(s), tf.float32)
+    u, delta, A, B, C, D, bias = f(2, 8, 40), f(2, 8, 40), -tf.exp(f(8, 4)), f(2, 4, 40), f(2, 4, 40), f(8), f(8)
+    reference = SelectiveScan(delta_softplus=True)(u, delta, A, B, C, D=D, delta_bias=bias - 3.0).numpy()
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        layer = SelectiveScan(delta_softplus=True)
+        out = layer(u, delta, A, B, C, D=D, delta_bias=bias - 3.0)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert out.dtype == tf.bfloat16
+    assert relerr(tf.cast(out, tf.float64), reference) <= 3e-2
+
+
 def small_model(L=16, d_model=16):
     inputs = keras.Input((L, d_model))
     x = MambaVisionMixer(d_model, d_state=4)(inputs)

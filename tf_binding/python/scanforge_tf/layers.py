@@ -20,6 +20,20 @@ class SelectiveScan(keras.layers.Layer):
         self.supports_jit = False  # XLA cannot compile a custom op
 
     def call(self, u, delta, A, B, C, D=None, z=None, delta_bias=None, initial_state=None):
+        # Under a mixed-precision policy Keras hands every floating input over in the
+        # compute dtype; the op takes A, D, delta_bias, the initial state and fixed (2-D)
+        # B and C in float32, and delta, z and variable B and C in u's dtype.
+        def f32(x):
+            return None if x is None else tf.cast(x, tf.float32)
+
+        def like_u(x):
+            return None if x is None else tf.cast(x, u.dtype)
+
+        def b_or_c(x):
+            return f32(x) if len(x.shape) == 2 else like_u(x)
+
+        A, D, delta_bias, initial_state = f32(A), f32(D), f32(delta_bias), f32(initial_state)
+        delta, z, B, C = like_u(delta), like_u(z), b_or_c(B), b_or_c(C)
         return selective_scan(u, delta, A, B, C, D=D, z=z, delta_bias=delta_bias,
                               delta_softplus=self.delta_softplus,
                               return_last_state=self.return_last_state,
