@@ -29,3 +29,24 @@ def test_gpu_matches_reference(dtype, rng):
     ref_grads = ref.backward(exact, tf.cast(W, tf.float64).numpy())
     for name, g in grads.items():
         assert ref.relerr(tf.cast(g, tf.float64), ref_grads[name]) <= GRAD_BAR[dtype], name
+
+
+def test_gpu_deterministic_gradients_repeat_bitwise(rng):
+    """deterministic=True: five GPU backward calls give the same bits (atomics would not:
+    dA, dB, dC, dD and ddelta_bias are sums over many blocks)."""
+    p = ref.random_problem(rng, 4, 128, 2048, 16, groups=1, h0=False)
+    with tf.device("/GPU:0"):
+        t, _ = to_tf(p, "bfloat16")
+        sources = {k: t[k] for k in ("u", "delta", "A", "B", "C", "D", "delta_bias")}
+        runs = []
+        for _ in range(5):
+            with tf.GradientTape() as tape:
+                tape.watch(list(sources.values()))
+                out = scanforge_tf.selective_scan(
+                    t["u"], t["delta"], t["A"], t["B"], t["C"], D=t["D"], z=t["z"],
+                    delta_bias=t["delta_bias"], delta_softplus=True, deterministic=True)
+                loss = tf.reduce_sum(tf.cast(out, tf.float32) ** 2)
+            grads = tape.gradient(loss, sources)
+            runs.append({k: g.numpy().tobytes() for k, g in grads.items()})
+    for run in runs[1:]:
+        assert run == runs[0]

@@ -96,3 +96,55 @@ def test_saved_model_round_trip_in_a_new_process(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "reloaded ok" in result.stdout
+
+
+def grad_op_attr(**kwargs):
+    """The `deterministic` attribute of the gradient op a traced call builds."""
+    x = inputs()
+
+    @tf.function
+    def grads(u):
+        with tf.GradientTape() as tape:
+            tape.watch(u)
+            out = scanforge_tf.selective_scan(u, x["delta"], x["A"], x["B"], x["C"], z=x["z"],
+                                              delta_softplus=True, **kwargs)
+        return tape.gradient(out, u)
+
+    graph = grads.get_concrete_function(x["u"]).graph
+    ops = [op for op in graph.get_operations() if op.type == "MambaSelectiveScanGrad"]
+    assert len(ops) == 1
+    return ops[0].get_attr("deterministic")
+
+
+def test_deterministic_argument_reaches_the_gradient_op():
+    assert grad_op_attr() is False
+    assert grad_op_attr(deterministic=True) is True
+
+
+def test_gradients_under_op_determinism_in_a_new_process():
+    """enable_op_determinism is process-wide and cannot be undone: a fresh interpreter.
+    The gradients run (the op neither raises nor ignores the setting) and repeat bitwise;
+    on a GPU this is the library's fixed-order mode (tests/tf/test_gpu.py)."""
+    script = textwrap.dedent("""
+        import numpy as np, tensorflow as tf
+        import scanforge_tf
+        tf.config.experimental.enable_op_determinism()
+        rng = np.random.default_rng(3)
+        f = lambda *s: tf.constant(rng.standard_normal(s), tf.float32)
+        u, delta, z, B, C = f(2, 8, 300), f(2, 8, 300), f(2, 8, 300), f(2, 1, 4, 300), f(2, 1, 4, 300)
+        A = -tf.exp(f(8, 4))
+        def grads():
+            with tf.GradientTape() as tape:
+                tape.watch([u, delta, B, C, A])
+                out = scanforge_tf.selective_scan(u, delta, A, B, C, z=z, delta_softplus=True)
+                loss = tf.reduce_sum(out * out)
+            return [g.numpy() for g in tape.gradient(loss, [u, delta, B, C, A])]
+        first, second = grads(), grads()
+        for a, b in zip(first, second):
+            assert a.tobytes() == b.tobytes()
+        print("deterministic ok")
+    """)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "deterministic ok" in result.stdout

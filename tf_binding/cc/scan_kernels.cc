@@ -6,6 +6,7 @@
 #include "scanforge/scanforge.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/util/determinism.h"
 #include "tf_binding/cc/dtypes.h"
 #include "tf_binding/cc/scan_shapes.h"
 #include "xla/stream_executor/stream.h"
@@ -168,6 +169,7 @@ class ScanGradOp : public ScanKernelBase {
  public:
   explicit ScanGradOp(OpKernelConstruction* c) : ScanKernelBase(c) {
     OP_REQUIRES_OK(c, c->GetAttr("has_d_last_state", &has_d_last_state_));
+    OP_REQUIRES_OK(c, c->GetAttr("deterministic", &deterministic_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -203,6 +205,8 @@ class ScanGradOp : public ScanKernelBase {
     args.dz = has_z_ ? dz->data() : nullptr;
     args.ddelta_bias = has_delta_bias_ ? f32(ddelta_bias) : nullptr;
     args.dh0 = has_h0_ ? f32(dh0) : nullptr;
+    // TensorFlow's contract under op determinism: every op deterministic or raising.
+    args.deterministic = deterministic_ || tensorflow::OpDeterminismRequired();
     sf_context* sf;
     OP_REQUIRES_OK(ctx, SharedContext(&sf));
     Placement<kGpu> where;
@@ -212,6 +216,7 @@ class ScanGradOp : public ScanKernelBase {
 
  private:
   bool has_d_last_state_ = false;
+  bool deterministic_ = false;
 };
 
 // No type constraints: each kernel takes every T, TB and TC the op allows and hands the

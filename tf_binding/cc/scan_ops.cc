@@ -115,6 +115,8 @@ REGISTER_OP("MambaSelectiveScan")
     .Attr("has_z: bool = false")
     .Attr("has_delta_bias: bool = false")
     .Attr("has_h0: bool = false")
+    // Unused by the forward: carried to the gradient (MambaSelectiveScanGrad's).
+    .Attr("deterministic: bool = false")
     .SetShapeFn(scanforge_tf::ForwardShape);
 
 REGISTER_OP("MambaSelectiveScanGrad")
@@ -148,4 +150,7 @@ REGISTER_OP("MambaSelectiveScanGrad")
     .Attr("has_delta_bias: bool = false")
     .Attr("has_h0: bool = false")
     .Attr("has_d_last_state: bool = false")
+    // Fixed-order sums on the GPU, bitwise reproducible; also on whenever TensorFlow's
+    // op determinism is (tf.config.experimental.enable_op_determinism).
+    .Attr("deterministic: bool = false")
     .SetShapeFn(scanforge_tf::GradShape);

@@ -11,12 +11,14 @@ from scanforge_tf.ops import selective_scan
 @keras.saving.register_keras_serializable(package="scanforge_tf")
 class SelectiveScan(keras.layers.Layer):
     """selective_scan as a layer: call(u, delta, A, B, C, D=None, z=None, delta_bias=None,
-    initial_state=None) with the shapes of scanforge_tf.selective_scan."""
+    initial_state=None) with the shapes of scanforge_tf.selective_scan; deterministic=True
+    makes its gradient bitwise reproducible on the GPU."""
 
-    def __init__(self, delta_softplus=False, return_last_state=False, **kwargs):
+    def __init__(self, delta_softplus=False, return_last_state=False, deterministic=False, **kwargs):
         super().__init__(**kwargs)
         self.delta_softplus = delta_softplus
         self.return_last_state = return_last_state
+        self.deterministic = deterministic
         self.supports_jit = False  # XLA cannot compile a custom op
 
     def call(self, u, delta, A, B, C, D=None, z=None, delta_bias=None, initial_state=None):
@@ -37,11 +39,11 @@ class SelectiveScan(keras.layers.Layer):
         return selective_scan(u, delta, A, B, C, D=D, z=z, delta_bias=delta_bias,
                               delta_softplus=self.delta_softplus,
                               return_last_state=self.return_last_state,
-                              initial_state=initial_state)
+                              initial_state=initial_state, deterministic=self.deterministic)
 
     def get_config(self):
         return {**super().get_config(), "delta_softplus": self.delta_softplus,
-                "return_last_state": self.return_last_state}
+                "return_last_state": self.return_last_state, "deterministic": self.deterministic}
 
 
 def _dt_bias_initializer(dt_min=0.001, dt_max=0.1, dt_init_floor=1e-4):
@@ -66,8 +68,10 @@ class MambaVisionMixer(keras.layers.Layer):
     PyTorch state dict.
     """
 
-    def __init__(self, d_model, d_state=8, d_conv=3, expand=1, dt_rank="auto", **kwargs):
+    def __init__(self, d_model, d_state=8, d_conv=3, expand=1, dt_rank="auto", deterministic=False,
+                 **kwargs):
         super().__init__(**kwargs)
+        self.deterministic = deterministic  # the scan's gradient bitwise reproducible on the GPU
         self.d_model = d_model
         self.d_state = d_state
         self.d_conv = d_conv
@@ -120,7 +124,7 @@ class MambaVisionMixer(keras.layers.Layer):
             to_channels_first(B), to_channels_first(C),         # (b, N, L): one group
             D=tf.convert_to_tensor(self.D),
             delta_bias=tf.cast(self.dt_proj.bias, tf.float32),  # ...and once more here
-            delta_softplus=True)
+            delta_softplus=True, deterministic=self.deterministic)
         y = tf.concat([to_channels_first(y), z], axis=-1)       # (b, L, d_inner)
         return self.out_proj(y)
 
@@ -147,4 +151,5 @@ class MambaVisionMixer(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "d_model": self.d_model, "d_state": self.d_state,
-                "d_conv": self.d_conv, "expand": self.expand, "dt_rank": self.dt_rank_arg}
+                "d_conv": self.d_conv, "expand": self.expand, "dt_rank": self.dt_rank_arg,
+                "deterministic": self.deterministic}
