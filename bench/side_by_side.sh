@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The side-by-side table of docs/perf.md, on the device machine: builds the established
+# kernel from ANCHOR_DIR (a copy of the anchor folder carried with the bundle: its
+# anchor_bench.py, compare.py and sources), then times it and `scanforge bench` on each
+# row file by the same method, and prints one comparison table per file.
+# usage: bench/side_by_side.sh ANCHOR_DIR LOG_DIR [ROWS_FILE...]
+#        (default rows: every regime's file under bench/)
+set -u
+anchor=$1; logs=$2; shift 2
+rows=("$@")
+[ ${#rows[@]} -gt 0 ] || rows=(bench/rows_reference.txt bench/rows_lm.txt bench/rows_vision.txt
+                               bench/rows_large_n.txt bench/rows_long_l.txt)
+mkdir -p "$logs"
+[ -d /tmp/anchor ] || python3 "$anchor/anchor_bench.py" build "$anchor/mamba_selective_scan" /tmp/anchor \
+  > "$logs/anchor_build.log" 2>&1 &
+build=$!
+for r in "${rows[@]}"; do
+  name=$(basename "$r" .txt)
+  extra=""; [ "$name" = rows_lm ] && extra=--deterministic
+  timeout 150 scanforge bench --rows "$r" --json "$logs/sf_$name.json" $extra > "$logs/sf_$name.log" 2>&1
+done
+wait $build
+for r in "${rows[@]}"; do
+  name=$(basename "$r" .txt)
+  timeout 150 python3 "$anchor/anchor_bench.py" bench /tmp/anchor "$r" --json "$logs/anchor_$name.json" \
+    > "$logs/anchor_$name.log" 2>&1
+  echo "== $r"
+  python3 "$anchor/compare.py" "$logs/sf_$name.json" "$logs/anchor_$name.json"
+done
