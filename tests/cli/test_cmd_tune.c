@@ -10,6 +10,7 @@
 
 #include "tests/support/cli_run.h"
 #include "tuning/database.h"
+#include "tests/support/temp_dir.h"
 
 /* Without a driver, whatever this machine has: the GPU-less paths. */
 static const char no_gpu[] = "SCANFORGE_CUDA_LIBRARY=/nonexistent/libcuda.so.1 ";
@@ -23,8 +24,8 @@ static void expect_run(const char *args, int code, const char *needle) {
 }
 
 static char *temp_dir(void) {
-  char *dir = strdup("/tmp/sf_cmd_tune_XXXXXX");
-  cr_assert(mkdtemp(dir));
+  char *dir = temp_dir_for_test("sf_cmd_tune_");
+  cr_assert(dir, "mkdtemp");
   return dir;
 }
 

@@ -8,6 +8,7 @@
 
 #include "tuning/database.h"
 #include "tuning/select.h"
+#include "tests/support/temp_dir.h"
 
 static sf_tune_gpu gpu_named(const char *name, const char *templates) {
   sf_tune_gpu g;
@@ -44,8 +45,8 @@ static sf_tune_entry entry_for(int64_t batch, int64_t dim, int64_t seqlen, int t
 }
 
 static char *temp_dir(void) {
-  char *dir = strdup("/tmp/sf_tuning_db_XXXXXX");
-  cr_assert(mkdtemp(dir), "mkdtemp");
+  char *dir = temp_dir_for_test("sf_tuning_db_");
+  cr_assert(dir, "mkdtemp");
   return dir;
 }
 
