@@ -108,7 +108,7 @@ static sf_status list_extra_files(const char *dir, char ***names, size_t *count)
     (*names)[(*count)++] = copy;
   }
   closedir(d);
-  if (st == SF_OK) qsort(*names, *count, sizeof **names, compare_names);
+  if (st == SF_OK && *count > 1) qsort(*names, *count, sizeof **names, compare_names);
   return st;
 }
 

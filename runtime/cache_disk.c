@@ -229,7 +229,7 @@ sf_status sf_cache_list(sf_cache *cache, sf_cache_list_fn fn, void *user) {
   scan s;
   sf_status status = scan_store(cache, &s);
   if (status != SF_OK) return status;
-  qsort(s.items, s.count, sizeof *s.items, by_recent);
+  if (s.count > 1) qsort(s.items, s.count, sizeof *s.items, by_recent); /* items is NULL when empty */
   for (size_t i = 0; i < s.count; i++) {
     const item *it = &s.items[i];
     if (!has(it, SF_FILE_BIN)) continue;
@@ -258,7 +258,7 @@ sf_status sf_cache_prune(sf_cache *cache, uint64_t max_bytes, sf_cache_removed *
   scan s;
   sf_status status = scan_store(cache, &s);
   if (status != SF_OK) return status;
-  qsort(s.items, s.count, sizeof *s.items, by_age);
+  if (s.count > 1) qsort(s.items, s.count, sizeof *s.items, by_age);
   uint64_t total = total_bytes(&s);
   for (size_t i = 0; i < s.count; i++) {
     const item *it = &s.items[i];
