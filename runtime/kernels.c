@@ -188,7 +188,8 @@ sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant
   st = sf_variant_binary(ctx->cache, slot->target, variant, &image, &size, &where);
   if (st != SF_OK) return st;
   sf_module_request request = {
-      .context = context, .key = key, .kernel_name = name, .image = image, .image_size = size};
+      .context = context, .key = key, .kernel_name = name, .image = image, .image_size = size,
+      .block_threads = sf_variant_block_threads(variant)};
   st = sf_module_get(ctx->kernels, &request, kernel);
   if (st != SF_OK) return st;
   if (origin)

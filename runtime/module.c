@@ -120,8 +120,10 @@ static sf_status fit_to_device(const sf_cu *cu, const sf_module_request *rq, sf_
     if (status != SF_OK) return status;
   }
   /* The driver's own figure, after any opt-in: what launches are held to. */
-  return function_attribute(cu, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                            &k->max_dynamic_shared);
+  status = function_attribute(cu, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &k->max_dynamic_shared);
+  if (status != SF_OK || rq->block_threads <= 0) return status;
+  return sf_cu_check(cu->OccupancyMaxActiveBlocksPerMultiprocessor(&k->blocks_per_sm, f, rq->block_threads, 0),
+                     "cuOccupancyMaxActiveBlocksPerMultiprocessor");
 }
 
 static sf_status build_kernel(void *user, sf_kernel *k) {

@@ -21,6 +21,8 @@ typedef struct sf_module_request {
   size_t image_size;       /* bytes of image (PTX need not be NUL-terminated) */
   int dynamic_shared;      /* most bytes of dynamic shared memory a launch will ask for;
                               above the default limit the kernel is opted in to it */
+  int block_threads;       /* threads per block of its launches, when known (else 0):
+                              the load records how many such blocks an SM holds */
 } sf_module_request;
 
 /* The kernel of the request from the table, loading its module on the first call:

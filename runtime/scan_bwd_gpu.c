@@ -114,17 +114,13 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
  * channels of 65536 steps, 18% slower for the Mamba-130M row that fills 73% of a wave. So
  * intervals go in parallel when the blocks of the plain walk fill less than half of
  * what the GPU holds at once. */
-static sf_status walk_intervals_in_parallel(sf_context *ctx, const sf_cu *cu, const sf_kernel *kernel,
-                                            const sf_variant *v, int64_t blocks, int64_t nsaved, bool *parallel) {
+static sf_status walk_intervals_in_parallel(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v,
+                                            int64_t blocks, int64_t nsaved, bool *parallel) {
   *parallel = false;
   if (!v->split_states || nsaved < 2) return SF_OK;
-  int sm_count = 0, per_sm = 0;
+  int sm_count = 0;
   sf_status st = sf_context_sm_count(ctx, &sm_count);
-  if (st == SF_OK)
-    st = sf_cu_check(cu->OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel->function,
-                                                                   sf_variant_block_threads(v), 0),
-                     "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-  if (st == SF_OK) *parallel = 2 * blocks < (int64_t)per_sm * sm_count;
+  if (st == SF_OK) *parallel = 2 * blocks < (int64_t)kernel->blocks_per_sm * sm_count;
   return st;
 }
 
@@ -155,7 +151,7 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   const int64_t nsaved = sf_scan_saved_states(L);
   const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
   bool parallel = false;
-  st = walk_intervals_in_parallel(ctx, cu, kernel, &v, (int64_t)grid_x * f->batch, nsaved, &parallel);
+  st = walk_intervals_in_parallel(ctx, kernel, &v, (int64_t)grid_x * f->batch, nsaved, &parallel);
   if (st != SF_OK) return st;
   sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
   deterministic_plan plan = {0};
