@@ -110,7 +110,7 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
 /* The split=state template can walk the state intervals in parallel, once
  * sf_scan_bwd_carry has measured what each hands back to the one before it. That costs a
  * pass more (about a fifth) and pays only when one block per group of channels leaves
- * the GPU idle: measured on an H200 (docs/perf.md, backward v5), 14x faster with 64
+ * the GPU idle: measured on an H200 (docs/perf.md, backward v5), 10x faster with 64
  * channels of 65536 steps, 18% slower for the Mamba-130M row that fills 73% of a wave. So
  * intervals go in parallel when the blocks of the plain walk fill less than half of
  * what the GPU holds at once. */
