@@ -53,7 +53,7 @@
 @ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
 @ -- shared arrays written by every lane at once: strides that spread the writes over banks
 @ local part_row, part_slot = common.spread_strides(LN, 1, LN, TB)
-@ local red_row, red_slot = common.spread_strides(LN, S, N, TB, 4) -- 16-byte rows for the sums
+@ local red_row, red_slot = common.spread_strides(LN, 1, N, TB, 4) -- 16-byte rows for the sums
 @ local smem_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + parts * CH * part_slot * 4
 @   + (variant.B_var and CH * red_slot * 4 or 0) + (variant.C_var and CH * red_slot * 4 or 0)
 @   + converted * N * (TB + 4) * 4
@@ -169,7 +169,7 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
   const int d = active ? d_raw : f.dim - 1; /* an idle slot mirrors a real channel, stores nothing */
   const int b = blockIdx.y;
   const int L = f.seqlen;
-  const int n_first = lane * $(S);
+  /* my states: lane, lane + $(LN), ... (interleaved: the lanes' B and C rows in different banks) */
   const int mine = lane * $(Q); /* my steps of a block for the per-step values and outputs */
   const bool owner = mine < $(TB);
   const int d_block = min((int)blockIdx.x * $(CH), f.dim - 1);
@@ -209,13 +209,13 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
   float A_n[$(S)], A2[$(S)], e[$(S)], dA_sum[$(S)];
 #pragma unroll
   for (int s = 0; s < $(S); s++) {
-    A_n[s] = f.A[(long long)d * $(N) + n_first + s];
+    A_n[s] = f.A[(long long)d * $(N) + lane + s * $(LN)];
     A2[s] = A_n[s] * SF_LOG2E;
-    e[s] = p.d_last_state ? p.d_last_state[state_row + n_first + s] : 0.f; /* e past the end */
+    e[s] = p.d_last_state ? p.d_last_state[state_row + lane + s * $(LN)] : 0.f; /* e past the end */
     dA_sum[s] = 0.f;
 @ for _, m in ipairs({ "B", "C" }) do
 @   if not variant[m .. "_var"] then
-    $(m)_fixed[s] = ((const float *)f.$(m))[(long long)d * $(N) + n_first + s];
+    $(m)_fixed[s] = ((const float *)f.$(m))[(long long)d * $(N) + lane + s * $(LN)];
     d$(m)_sum[s] = 0.f;
 @   end
 @ end
@@ -247,8 +247,8 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
 @ end
   };
 @ local function row_of(m)
-@   if size == 2 then return string.format("&BC_f32[%d][n_first + s][0]", (m == "C" and variant.B_var) and 1 or 0) end
-@   return string.format("&st.%s[n_first + s][0]", m)
+@   if size == 2 then return string.format("&BC_f32[%d][lane + s * %d][0]", (m == "C" and variant.B_var) and 1 or 0, LN) end
+@   return string.format("&st.%s[lane + s * %d][0]", m, LN)
 @ end
 
   /* The per-step values of my share of a block (dt, dt*u; with dout, also g), published
@@ -322,7 +322,7 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
     if (active) {
 #pragma unroll
       for (int s = 0; s < $(S); s++) {
-        const long long at = (state_row / $(N) * f.nsaved + c) * $(N) + n_first + s;
+        const long long at = (state_row / $(N) * f.nsaved + c) * $(N) + lane + s * $(LN);
         ((float *)p.carry_decay)[at] = decay[s];
         ((float *)p.carry_adjoint)[at] = adjoint[s];
       }
@@ -337,7 +337,7 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
     for (int c = f.nsaved - 1; c > c_last; c--) {
 #pragma unroll
       for (int s = 0; s < $(S); s++) {
-        const long long at = (state_row / $(N) * f.nsaved + c) * $(N) + n_first + s;
+        const long long at = (state_row / $(N) * f.nsaved + c) * $(N) + lane + s * $(LN);
         e[s] = p.carry_decay[at] * e[s] + p.carry_adjoint[at];
       }
     }
@@ -348,8 +348,8 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
     float h[$(S)];
 #pragma unroll
     for (int s = 0; s < $(S); s++)
-      h[s] = c > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + c - 1) * $(N) + n_first + s]
-                   : (f.h0 ? f.h0[state_row + n_first + s] : 0.f);
+      h[s] = c > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + c - 1) * $(N) + lane + s * $(LN)]
+                   : (f.h0 ? f.h0[state_row + lane + s * $(LN)] : 0.f);
 
     /* Forward through the interval: the state at each block's start. */
     if (blocks > 1) fetch(i0, 0, false);
@@ -468,12 +468,12 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
               const float dB_t = dh * dtu.v[j];
               const float dC_t = gv.v[j] * hs[r][i + 1];
 @ if variant.B_var then
-              red_B[slot * $(red_slot) + (n_first + s) * $(red_row) + i] = dB_t;
+              red_B[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dB_t;
 @ else
               dB_sum[s] += dB_t;
 @ end
 @ if variant.C_var then
-              red_C[slot * $(red_slot) + (n_first + s) * $(red_row) + i] = dC_t;
+              red_C[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dC_t;
 @ else
               dC_sum[s] += dC_t;
 @ end
@@ -491,7 +491,7 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
       }
       if (c == 0 && k == 0 && active && p.dh0) {
 #pragma unroll
-        for (int s = 0; s < $(S); s++) p.dh0[state_row + n_first + s] = e[s]; /* a[0] dh[0] */
+        for (int s = 0; s < $(S); s++) p.dh0[state_row + lane + s * $(LN)] = e[s]; /* a[0] dh[0] */
       }
       __syncthreads();
 @ if variant.B_var or variant.C_var then
@@ -584,7 +584,7 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
 @ end
 #pragma unroll
   for (int s = 0; s < $(S); s++) {
-    const long long at = ($(row)) * $(N) + n_first + s;
+    const long long at = ($(row)) * $(N) + lane + s * $(LN);
     if (p.dA) $(add("p.dA + at", "dA_sum[s]"));
 @ for _, m in ipairs({ "B", "C" }) do
 @   if not variant[m .. "_var"] then

@@ -111,7 +111,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ include("stage_tasks.tpl")
 
   elem_t *out_row = (elem_t *)p.out + b * p.out_batch_stride + d * p.out_dim_stride;
-  const int n_first = lane * $(S); /* my states: n_first .. n_first + $(S - 1) */
+  /* My states: lane, lane + $(LN), ...: interleaved, so that the lanes' rows of B and C
+   * (read together, four steps at a time) lie in different shared-memory banks. */
 @ for _, m in ipairs({ "B", "C" }) do
 @   if not variant[m .. "_var"] then
   float $(m)_fixed[$(S)];
@@ -127,13 +128,13 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   float A2[$(S)], h[$(S)];
 #pragma unroll
   for (int s = 0; s < $(S); s++) {
-    A2[s] = p.A[(long long)d * $(N) + n_first + s] * SF_LOG2E;
-    h[s] = p.h0 ? p.h0[state_row + n_first + s] : 0.f;
+    A2[s] = p.A[(long long)d * $(N) + lane + s * $(LN)] * SF_LOG2E;
+    h[s] = p.h0 ? p.h0[state_row + lane + s * $(LN)] : 0.f;
 @ if not variant.B_var then
-    B_fixed[s] = ((const float *)p.B)[(long long)d * $(N) + n_first + s];
+    B_fixed[s] = ((const float *)p.B)[(long long)d * $(N) + lane + s * $(LN)];
 @ end
 @ if not variant.C_var then
-    C_fixed[s] = ((const float *)p.C)[(long long)d * $(N) + n_first + s];
+    C_fixed[s] = ((const float *)p.C)[(long long)d * $(N) + lane + s * $(LN)];
 @ end
   }
 
@@ -185,8 +186,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
      * independent chains of exponentials and multiply-adds); y collects my states' part
      * of the output. B and C come from shared memory four steps at a time. */
 @ local function row_of(m, index)
-@   if size == 2 then return string.format("&BC_f32[%d][n_first + s][0]", index) end
-@   return string.format("&st.%s[n_first + s][0]", m)
+@   if size == 2 then return string.format("&BC_f32[%d][lane + s * %d][0]", index, LN) end
+@   return string.format("&st.%s[lane + s * %d][0]", m, LN)
 @ end
 @ local C_index = variant.B_var and 1 or 0
 #pragma unroll
@@ -224,7 +225,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
     if (p.saved_states && active && ((t0 + $(TB)) & (p.state_interval - 1)) == 0 && t0 + $(TB) < L) {
 #pragma unroll
       for (int s = 0; s < $(S); s++)
-        p.saved_states[(state_row / $(N) * p.nsaved + (t0 + $(TB)) / p.state_interval - 1) * $(N) + n_first + s] = h[s];
+        p.saved_states[(state_row / $(N) * p.nsaved + (t0 + $(TB)) / p.state_interval - 1) * $(N) + lane + s * $(LN)] = h[s];
     }
 
     /* Add the lanes' parts: lane j sums the y of its steps j*$(Q) .. +$(Q - 1). */
@@ -257,8 +258,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   if (active) {
 #pragma unroll
     for (int s = 0; s < $(S); s++) {
-      if (p.last_state) p.last_state[state_row + n_first + s] = h[s];
-      if (p.saved_states && L > 0) p.saved_states[(state_row / $(N) * p.nsaved + p.nsaved - 1) * $(N) + n_first + s] = h[s];
+      if (p.last_state) p.last_state[state_row + lane + s * $(LN)] = h[s];
+      if (p.saved_states && L > 0) p.saved_states[(state_row / $(N) * p.nsaved + p.nsaved - 1) * $(N) + lane + s * $(LN)] = h[s];
     }
   }
 }
