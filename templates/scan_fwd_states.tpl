@@ -17,11 +17,12 @@
 @ if LN > 32 or N % LN ~= 0 then
 @   reject("threads", string.format("with split=state, threads are the lanes of a channel and must divide dstate (%d) and be at most 32, got %d", N, LN))
 @ end
-@ if not common.is_power_of_two(TB) or TB < LN or TB > 64 or (TB * size) % 16 ~= 0 then
-@   reject("items", string.format("with split=state, items (the steps of a block) must be a power of two from max(threads, %d) to 64, got %d", 16 // size, TB))
+@ if not common.is_power_of_two(TB) or TB > 64 or (TB * size) % 16 ~= 0 then
+@   reject("items", string.format("with split=state, items (the steps of a block) must be a power of two from %d to 64, got %d", 16 // size, TB))
 @ end
 @ local S = N // LN            -- states per lane
-@ local Q = TB // LN           -- steps per lane in the dt hand-out and the output
+@ local Q = math.max(1, TB // LN) -- steps per lane in the dt hand-out and the output
+@ -- (with fewer steps than lanes, lanes from `items` on own none)
 @ local BLOCK = LN * CH
 @ local EPC = 16 // size       -- elements per 16-byte copy
 @ local PAD = EPC              -- one copy of padding per row: no bank conflicts
@@ -167,19 +168,22 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 
     /* dt and dt*u of my share of the steps, published for the channel's other lanes */
     const int mine = lane * $(Q); /* my steps within the block */
+    const bool owner = mine < $(TB);
     float u_mine[$(Q)];
+    if (owner) {
 #pragma unroll
-    for (int i = 0; i < $(Q); i++) {
-      u_mine[i] = to_float(st.u[slot][mine + i]);
+      for (int i = 0; i < $(Q); i++) {
+        u_mine[i] = to_float(st.u[slot][mine + i]);
 @ local v = variant.delta_bias and "to_float(st.delta[slot][mine + i]) + bias" or "to_float(st.delta[slot][mine + i])"
 @ if variant.softplus then
-      const float step = softplus($(v));
+        const float step = softplus($(v));
 @ else
-      const float step = $(v);
+        const float step = $(v);
 @ end
-      const float dt_i = t0 + mine + i < L ? step : 0.f; /* padding steps are the identity */
-      dt_smem[slot][mine + i] = dt_i;
-      dtu_smem[slot][mine + i] = dt_i * u_mine[i];
+        const float dt_i = t0 + mine + i < L ? step : 0.f; /* padding steps are the identity */
+        dt_smem[slot][mine + i] = dt_i;
+        dtu_smem[slot][mine + i] = dt_i * u_mine[i];
+      }
     }
     __syncwarp();
     /* My states through the block, step by step with the S states interleaved (S
@@ -230,28 +234,30 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 
     /* Add the lanes' parts: lane j sums the y of its steps j*$(Q) .. +$(Q - 1). */
     __syncwarp();
-    float y[$(Q)];
+    if (owner) {
+      float y[$(Q)];
 #pragma unroll
-    for (int i = 0; i < $(Q); i++) y[i] = 0.f;
+      for (int i = 0; i < $(Q); i++) y[i] = 0.f;
 #pragma unroll
-    for (int l = 0; l < $(LN); l++) {
+      for (int l = 0; l < $(LN); l++) {
 #pragma unroll
-      for (int i = 0; i < $(Q); i++) y[i] += y_part[slot][l][mine + i];
-    }
-    float out_mine[$(Q)];
+        for (int i = 0; i < $(Q); i++) y[i] += y_part[slot][l][mine + i];
+      }
+      float out_mine[$(Q)];
 #pragma unroll
-    for (int i = 0; i < $(Q); i++) {
-      float v = y[i];
+      for (int i = 0; i < $(Q); i++) {
+        float v = y[i];
 @ if variant.D then
-      v += D_d * u_mine[i];
+        v += D_d * u_mine[i];
 @ end
 @ if variant.z then
-      const float zi = to_float(st.z[slot][mine + i]);
-      v *= __fdividef(zi, 1.f + __expf(-zi)); /* silu(z) */
+        const float zi = to_float(st.z[slot][mine + i]);
+        v *= __fdividef(zi, 1.f + __expf(-zi)); /* silu(z) */
 @ end
-      out_mine[i] = v;
+        out_mine[i] = v;
+      }
+      if (active) store_run(out_row + t0 + mine, L - t0 - mine, out_mine);
     }
-    if (active) store_run(out_row + t0 + mine, L - t0 - mine, out_mine);
     __syncthreads(); /* the stage, dt_smem and y_part are refilled next */
   }
 

@@ -36,6 +36,21 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       return;
     }
   }
+  /* Larger states with enough channels (docs/perf.md, forward v8): lanes still split
+   * the states, 16 of them (8 at N = 32), each owning N / 16 states interleaved; blocks
+   * of 32 steps at N = 32, 16 at 64, 8 at 128 (shared memory), 4 to 8 channels a block.
+   * H200, bf16: (4,1024,2048,32) 179 us, (4,1024,2048,64) 316 us, (2,512,2048,128) 416 us. */
+  if ((N == 32 || N == 64 || N == 128) && rows >= 1024 && seqlen >= 128) {
+    const int channels = power_of_two_dividing(per_group, N == 128 ? 4 : 8);
+    const int lanes = N == 32 ? 8 : 16;
+    if (lanes * channels >= 32) {
+      v->split_states = true;
+      v->threads = lanes;
+      v->items = N == 32 ? 32 : N == 64 ? 16 : 8;
+      v->channels = channels;
+      return;
+    }
+  }
   if (seqlen <= 64) {
     v->threads = 8, v->items = 8, v->channels = 16;
   } else if (seqlen <= 128) {
@@ -45,8 +60,17 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
     if (N >= 64) v->threads = 64, v->items = 4, v->channels = 2, v->states = 2;
   } else if (seqlen <= 512 || rows >= 2048) {
     v->threads = 32, v->items = 16, v->channels = 4;
+    /* 256 states: 128 threads over time a channel, 8 steps each, 4 blocks an SM
+     * (1,512,2048,256 fp32: 466 us against 709 us with 32 threads of 16 steps) */
+    if (N >= 256) v->threads = 128, v->items = 8, v->channels = 1, v->min_blocks = 4;
+  } else if (seqlen >= 16384) {
+    /* few channels over very long sequences: 256 threads a channel, 16 steps each (32 in
+     * 16-bit types): (1,64,65536,16) 457 us fp32, 514 us bf16, against 692 and 958 us
+     * with 128 threads of 16 steps */
+    v->threads = 256, v->items = v->dtype == SF_FP32 ? 16 : 32, v->channels = 1;
   } else {
     v->threads = 128, v->items = 16, v->channels = 1;
+    if (N >= 256) v->items = 8, v->min_blocks = 4;
   }
 }
 
@@ -84,19 +108,26 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     v->states = 1;
     return;
   }
-  /* Large states over long sequences (docs/perf.md, backward v4): lanes split the states,
-   * at most 8 a lane (8 to 32 lanes, one warp of channels), blocks of 4 steps, two states
-   * per pass from 8 a lane: 3.0-3.4 ms against 8.2-9.0 ms at N = 128 and 256. */
-  if (v->dstate > 16 && seqlen >= 1024) {
-    for (int lanes = 8; lanes <= 32; lanes *= 2) {
-      if (v->dstate % lanes != 0 || v->dstate / lanes > 8 || per_group % (32 / lanes) != 0) continue;
+  /* Larger states over long sequences (docs/perf.md, backward v6): lanes split the
+   * states, 4 (N = 32) or 16 of them a channel, 4 or 8 states each; blocks of 8 steps and
+   * 2 channels up to N = 64, 4 steps and 4 channels at 128 (shared memory). H200, bf16:
+   * (4,1024,2048,64) 2514 us, (2,512,2048,128) 1695 us. 256 states: lanes over time,
+   * 128 threads of 4 steps, 4 states a pass, 2 channels (1,512,2048,256 fp32: 1577 us). */
+  const int N = v->dstate;
+  if ((N == 32 || N == 64 || N == 128) && seqlen >= 1024) {
+    const int lanes = N == 32 ? 8 : 16, channels = N == 128 ? 4 : 32 / lanes;
+    if (per_group % channels == 0) {
       v->split_states = true;
       v->threads = lanes;
-      v->items = 4;
-      v->channels = 32 / lanes;
-      v->states = v->dstate / lanes >= 8 ? 2 : 1;
+      v->items = N == 128 ? 4 : 8;
+      v->channels = channels;
+      v->states = 1;
       return;
     }
+  }
+  if (N >= 256 && seqlen >= 512) {
+    v->threads = 128, v->items = 4, v->channels = per_group % 2 == 0 ? 2 : 1, v->states = 4, v->min_blocks = 2;
+    return;
   }
   const int interval = (int)sf_scan_state_interval(seqlen);
   int items = 8;

@@ -264,7 +264,7 @@ int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *
    * refinements try more). */
   const bool forward = r->variant.op == SF_OP_FWD;
   for (int lanes = 1; lanes <= 32; lanes *= 2)
-    for (int items = forward ? 16 : 4; lanes <= r->variant.dstate && r->variant.dstate % lanes == 0 && items <= (forward ? 64 : 32);
+    for (int items = 4; lanes <= r->variant.dstate && r->variant.dstate % lanes == 0 && items <= (forward ? 64 : 32);
          items *= 2)
       for (int channels = 1; channels <= 256; channels *= 2) {
         sf_variant v = r->variant;

@@ -84,7 +84,7 @@ Test(fwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
       "threads=32,items=8,channels=4,states=2", "threads=64,items=4,channels=2,states=4",
       "split=state,threads=4,items=16,channels=32", "split=state,threads=16,items=16,channels=2",
       "split=state,threads=1,items=8,channels=32", "split=state,threads=2,items=4,channels=16",
-      "split=state,threads=8,items=64,channels=4"};
+      "split=state,threads=8,items=64,channels=4", "split=state,threads=16,items=4,channels=2"};
   static const int64_t lengths[] = {1, 100, 3000, 5000};
   uint64_t seed = 77;
   for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++)
@@ -103,4 +103,33 @@ Test(fwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
         cr_expect(r.passed, "%s L=%lld: out %.3g, last_state %.3g, saved %.3g", configs[k],
                   (long long)lengths[l], r.out_error, r.last_state_error, r.saved_error);
     }
+}
+
+/* Large d_state with lanes over states: 8 to 32 lanes, fewer steps a block than lanes
+ * (only the first lanes own steps), every dtype. */
+Test(fwd_gpu, split_state_large_dstate, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const struct { int dstate; const char *spec; } cases[] = {
+      {64, "split=state,threads=16,items=16,channels=8"}, {128, "split=state,threads=16,items=8,channels=2"},
+      {128, "split=state,threads=32,items=8,channels=1"}, {256, "split=state,threads=32,items=4,channels=2"}};
+  static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
+  static const int64_t lengths[] = {1, 77, 3000};
+  uint64_t seed = 901;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+      for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        if (cases[c].dstate == 256 && dtypes[t] != SF_FP32) continue; /* 16-bit rows need 8 steps a block */
+        sf_check_shape shape = {.batch = 2, .dim = 16, .seqlen = lengths[l], .dstate = cases[c].dstate,
+                                .groups = 1, .dtype = dtypes[t], .z = (l % 2) == 0, .D = true,
+                                .delta_bias = true, .softplus = true, .h0 = true};
+        sf_launch launch = {.spec = cases[c].spec};
+        sf_check_result r;
+        sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
+        cr_expect_eq(st, SF_OK, "N=%d %s dtype %d L=%lld: %s", cases[c].dstate, cases[c].spec, (int)dtypes[t],
+                     (long long)lengths[l], sf_last_error());
+        if (st == SF_OK)
+          cr_expect(r.passed, "N=%d %s dtype %d L=%lld: out %.3g, last_state %.3g, saved %.3g", cases[c].dstate,
+                    cases[c].spec, (int)dtypes[t], (long long)lengths[l], r.out_error, r.last_state_error,
+                    r.saved_error);
+      }
 }

@@ -1,0 +1,59 @@
+/* test_tuning_heuristics.c: the heuristics' launch configuration, in every regime, is one
+ * its template accepts and the launch rules allow (an untuned call never fails there). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "generator/generator.h"
+#include "tuning/heuristics.h"
+
+typedef struct {
+  int64_t batch, dim, seqlen;
+  int groups;
+} shape;
+
+static const shape shapes[] = {
+    {1, 4, 16, 1},     {4, 16, 64, 1},     {64, 160, 196, 1},   {64, 320, 49, 1},  {1, 256, 1024, 1},
+    {8, 1536, 2048, 1}, {4, 1024, 2048, 2}, {2, 512, 2048, 1},  {1, 512, 2048, 1}, {1, 64, 65536, 1},
+    {2, 48, 100000, 1}, {1, 1536, 16384, 1}, {16, 64, 256, 1},  {3, 40, 300, 1},   {1, 1, 1, 1}};
+static const int dstates[] = {1, 2, 4, 5, 8, 16, 32, 64, 128, 256};
+static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
+
+Test(tuning_heuristics, every_choice_is_generated_and_launchable, .timeout = 600) {
+  int checked = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t n = 0; n < sizeof dstates / sizeof dstates[0]; n++)
+      for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+        for (int op = 0; op < 2; op++) {
+          const shape *sh = &shapes[s];
+          sf_variant v = sf_variant_default();
+          v.op = op ? SF_OP_BWD : SF_OP_FWD;
+          v.dstate = dstates[n];
+          v.dtype = dtypes[t];
+          v.has_z = (s + n) % 2 == 0;
+          if (op)
+            sf_heuristic_configure_bwd(&v, sh->batch, sh->dim, sh->groups, sh->seqlen);
+          else
+            sf_heuristic_configure(&v, sh->batch, sh->dim, sh->groups, sh->seqlen);
+          char spec[512];
+          sf_variant_format(&v, spec, sizeof spec);
+          const char *where = spec;
+          char row[64];
+          snprintf(row, sizeof row, "%lld,%lld,%lld groups %d", (long long)sh->batch, (long long)sh->dim,
+                   (long long)sh->seqlen, sh->groups);
+          cr_assert_eq(sf_variant_validate(&v), SF_OK, "%s on %s: %s", where, row, sf_last_error());
+          /* the launch rules of scan.c and scan_bwd_gpu.c */
+          if (v.split_states)
+            cr_expect_eq((sh->dim / sh->groups) % v.channels, 0, "%s on %s: channels must divide a group", where, row);
+          else if (v.op == SF_OP_BWD)
+            cr_expect_eq((int64_t)v.threads * v.items, sf_scan_state_interval(sh->seqlen),
+                         "%s on %s: threads x items must be the state interval", where, row);
+          char *source = NULL;
+          size_t length = 0;
+          const sf_status st = sf_generate(&v, &source, &length);
+          cr_expect_eq(st, SF_OK, "%s on %s: the template refuses: %s", where, row, sf_last_error());
+          free(source);
+          checked++;
+        }
+  cr_expect_eq(checked, 2 * 3 * 10 * (int)(sizeof shapes / sizeof shapes[0]));
+}
