@@ -35,6 +35,15 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       v->channels = channels;
       return;
     }
+    /* a thousand channels or more over long sequences: 16 lanes of one state each, blocks
+     * of 64 steps, 4 channels ((1,1536,16384,16): 635 us fp32, 681 us bf16 on an H200) */
+    if (N == 16 && rows >= 1024 && seqlen >= 8192 && per_group % 4 == 0) {
+      v->split_states = true;
+      v->threads = 16;
+      v->items = 64;
+      v->channels = 4;
+      return;
+    }
   }
   /* Larger states with enough channels (docs/perf.md, forward v8): lanes still split
    * the states, 16 of them (8 at N = 32), each owning N / 16 states interleaved; blocks
@@ -63,7 +72,7 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
     /* 256 states: 128 threads over time a channel, 8 steps each, 4 blocks an SM
      * (1,512,2048,256 fp32: 466 us against 709 us with 32 threads of 16 steps) */
     if (N >= 256) v->threads = 128, v->items = 8, v->channels = 1, v->min_blocks = 4;
-  } else if (seqlen >= 16384) {
+  } else if (seqlen >= 16384 && rows <= 256) {
     /* few channels over very long sequences: 256 threads a channel, 16 steps each (32 in
      * 16-bit types): (1,64,65536,16) 457 us fp32, 514 us bf16, against 692 and 958 us
      * with 128 threads of 16 steps */
