@@ -33,6 +33,12 @@ typedef struct sf_fwd_params {
   int groups;  /* channel d reads group d / (dim / groups) */
   int state_interval; /* a power of two; see sf_scan_state_interval */
   int nsaved;         /* ceil(seqlen / state_interval) */
+  /* Intervals in parallel (split=state forward, sf_scan_fwd_carry first): block z scans
+   * state interval z alone, from the state the earlier ones hand it, combined from these,
+   * (batch, dim, nsaved, N) each: the product of the interval's decays and its state at
+   * its end from a state of 0 at its start. NULL: one block scans every interval. The
+   * carry pass writes them. */
+  float *carry_decay, *carry_state;
 } sf_fwd_params;
 
 /* The backward kernel's arguments: the forward's inputs (out and last_state unused),

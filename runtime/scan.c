@@ -1,5 +1,6 @@
 /* scan.c: sf_scan_fwd: validate, choose the variant, load it, launch on the caller's stream. */
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "runtime/cpu_scan.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
+#include "runtime/interval_split.h"
 #include "runtime/kernel_params.h"
 #include "runtime/launch_params.h"
 #include "runtime/kernels.h"
@@ -40,16 +42,43 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
   if (st != SF_OK) return st;
 
   const unsigned grid_x = (unsigned)((r->dim + v.channels - 1) / v.channels);
-  for (int64_t b0 = 0; b0 < r->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
+  const int64_t nsaved = sf_scan_saved_states(r->seqlen), N = r->dstate;
+  bool parallel = false;
+  st = sf_intervals_in_parallel(ctx, kernel, &v, (int64_t)grid_x * r->batch, nsaved, SF_FWD_PARALLEL_MAX_FILL,
+                                &parallel);
+  if (st != SF_OK) return st;
+  CUstream stream = (CUstream)launch->stream;
+  const sf_kernel *carry = NULL;
+  CUdeviceptr carries = 0;
+  const int64_t carry_count = parallel ? r->batch * r->dim * nsaved * N : 0;
+  if (parallel) {
+    st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_fwd_carry", &carry, NULL);
+    if (st == SF_OK)
+      st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 2 * sizeof(float), stream),
+                       "cuMemAllocAsync(interval carries)");
+    if (st != SF_OK) return st;
+  }
+  for (int64_t b0 = 0; st == SF_OK && b0 < r->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
     const int64_t rows = r->batch - b0 < SF_MAX_BATCH_PER_LAUNCH ? r->batch - b0 : SF_MAX_BATCH_PER_LAUNCH;
     sf_fwd_params p = sf_fwd_params_for_rows(r, b0, rows);
     void *params[] = {&p};
-    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, 1, block, 1, 1, 0,
-                                      (CUstream)launch->stream, params, NULL),
+    if (parallel) { /* each interval's carry first (the last one's is never needed) */
+      p.carry_decay = (float *)(uintptr_t)carries + b0 * r->dim * nsaved * N;
+      p.carry_state = p.carry_decay + carry_count;
+      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)(nsaved - 1), block, 1, 1,
+                                        0, stream, params, NULL),
+                       "cuLaunchKernel(sf_scan_fwd_carry)");
+      if (st != SF_OK) break;
+    }
+    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, parallel ? (unsigned)nsaved : 1u,
+                                      block, 1, 1, 0, stream, params, NULL),
                      "cuLaunchKernel(sf_scan_fwd)");
-    if (st != SF_OK) return st;
   }
-  return SF_OK;
+  if (carries) {
+    const sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(interval carries)");
+    if (st == SF_OK) st = freed;
+  }
+  return st;
 }
 
 sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch) {

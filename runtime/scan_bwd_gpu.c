@@ -6,6 +6,7 @@
 #include "runtime/call_variant.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
+#include "runtime/interval_split.h"
 #include "runtime/kernel_params.h"
 #include "runtime/launch_params.h"
 #include "runtime/kernels.h"
@@ -107,23 +108,6 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
   return st != SF_OK ? st : freed;
 }
 
-/* The split=state template can walk the state intervals in parallel, once
- * sf_scan_bwd_carry has measured what each hands back to the one before it. That costs a
- * pass more (about a fifth) and pays only when one block per group of channels leaves
- * the GPU idle: measured on an H200 (docs/perf.md, backward v5), 10x faster with 64
- * channels of 65536 steps, 18% slower for the Mamba-130M row that fills 73% of a wave. So
- * intervals go in parallel when the blocks of the plain walk fill less than half of
- * what the GPU holds at once. */
-static sf_status walk_intervals_in_parallel(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v,
-                                            int64_t blocks, int64_t nsaved, bool *parallel) {
-  *parallel = false;
-  if (!v->split_states || nsaved < 2) return SF_OK;
-  int sm_count = 0;
-  sf_status st = sf_context_sm_count(ctx, &sm_count);
-  if (st == SF_OK) *parallel = 2 * blocks < (int64_t)kernel->blocks_per_sm * sm_count;
-  return st;
-}
-
 sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch) {
   const sf_scan_fwd_args *f = &r->fwd;
   if (f->seqlen > INT_MAX || f->dim > INT_MAX)
@@ -151,7 +135,8 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   const int64_t nsaved = sf_scan_saved_states(L);
   const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
   bool parallel = false;
-  st = walk_intervals_in_parallel(ctx, kernel, &v, (int64_t)grid_x * f->batch, nsaved, &parallel);
+  st = sf_intervals_in_parallel(ctx, kernel, &v, (int64_t)grid_x * f->batch, nsaved, SF_BWD_PARALLEL_MAX_FILL,
+                                &parallel);
   if (st != SF_OK) return st;
   sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
   deterministic_plan plan = {0};

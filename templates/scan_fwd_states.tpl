@@ -60,30 +60,42 @@ struct stage_t {
 @ if variant.B_var then
   elem_t B[$(N)][$(TBP)];
 @ end
+  elem_t u[$(CH)][$(TBP)];
+  elem_t delta[$(CH)][$(TBP)];
 @ if variant.C_var then
   elem_t C[$(N)][$(TBP)];
 @ end
-  elem_t u[$(CH)][$(TBP)];
-  elem_t delta[$(CH)][$(TBP)];
 @ if variant.z then
   elem_t z[$(CH)][$(TBP)];
 @ end
 };
 
-@ -- the 16-byte copies that fill a stage (stage_copy.tpl, stage_tasks.tpl)
+@ -- the 16-byte copies that fill a stage (stage_copy.tpl, stage_tasks.tpl): B, u and
+@ -- delta first (early: all the carry pass reads), then C and z
 @ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = 16, rows = {} }
-@ for _, m in ipairs({ "B", "C" }) do
-@   if variant[m .. "_var"] then
-@     table.insert(stage.rows, { name = m, count = N, base = m .. "_rows + i * p." .. m .. "_state_stride" })
-@   end
+@ local function matrix_row(m)
+@   return { name = m, count = N, early = (m == "B"), base = m .. "_rows + i * p." .. m .. "_state_stride" }
 @ end
-@ for _, m in ipairs(variant.z and { "u", "delta", "z" } or { "u", "delta" }) do
-@   table.insert(stage.rows, { name = m, count = CH, base = string.format("(const elem_t *)p.%s + b * p.%s_batch_stride + min(d_block + i, p.dim - 1) * p.%s_dim_stride", m, m, m) })
+@ local function channel_row(m)
+@   return { name = m, count = CH, early = (m ~= "z"), base = string.format("(const elem_t *)p.%s + b * p.%s_batch_stride + min(d_block + i, p.dim - 1) * p.%s_dim_stride", m, m, m) }
 @ end
+@ if variant.B_var then table.insert(stage.rows, matrix_row("B")) end
+@ table.insert(stage.rows, channel_row("u"))
+@ table.insert(stage.rows, channel_row("delta"))
+@ if variant.C_var then table.insert(stage.rows, matrix_row("C")) end
+@ if variant.z then table.insert(stage.rows, channel_row("z")) end
 @ include("stage_copy.tpl")
 
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
-extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_fwd_params p) {
+/* The carry pass leaves each time block early: the output half of the loop is
+ * unreachable in that instantiation, as meant. */
+#pragma nv_diag_suppress 128
+
+/* The kernel's body: CARRY = false scans (with p.carry_decay set, block z scans state
+ * interval z alone from the state the earlier intervals hand it); CARRY = true
+ * (sf_scan_fwd_carry) only measures, per interval, the product of its decays and its
+ * state at its end from a state of 0 at its start. */
+template <bool CARRY> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
   __shared__ __align__(16) float dt_smem[$(CH)][$(TB + 4)], dtu_smem[$(CH)][$(TB + 4)];
   __shared__ __align__(16) float y_part[$(CH)][$(LN)][$(TB + 4)]; /* each lane's part of y */
@@ -139,12 +151,31 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ end
   }
 
-  const int nblocks = (L + $(TB - 1)) / $(TB);
-  fetch(0, 0, true);
+  /* The steps this block scans: every one, or one state interval (items divides it). */
+  const bool parallel = CARRY || p.carry_decay != 0;
+  const int t_begin = parallel ? (int)blockIdx.z * p.state_interval : 0;
+  const int t_end = parallel ? min(t_begin + p.state_interval, L) : L;
+  float decay[$(S)]; /* the carry pass: the product of the interval's decays */
+#pragma unroll
+  for (int s = 0; s < $(S); s++) {
+    decay[s] = 1.f;
+    if (CARRY) h[s] = 0.f;
+  }
+  if (!CARRY && parallel) { /* the state at t_begin: the earlier intervals' carries, in order */
+    for (int c = 0; c < (int)blockIdx.z; c++) {
+#pragma unroll
+      for (int s = 0; s < $(S); s++) {
+        const long long at = (state_row / $(N) * p.nsaved + c) * $(N) + lane + s * $(LN);
+        h[s] = p.carry_decay[at] * h[s] + p.carry_state[at];
+      }
+    }
+  }
+  const int nblocks = (t_end - t_begin + $(TB - 1)) / $(TB);
+  fetch(t_begin, 0, !CARRY);
   copies_commit();
   for (int k = 0; k < nblocks; k++) {
-    const int t0 = k * $(TB);
-    if (k + 1 < nblocks) fetch(t0 + $(TB), (k + 1) & 1, true);
+    const int t0 = t_begin + k * $(TB);
+    if (k + 1 < nblocks) fetch(t0 + $(TB), (k + 1) & 1, !CARRY);
     copies_commit();
     copies_wait_previous();
     __syncthreads();
@@ -154,7 +185,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @   local which = 0
 @   for _, m in ipairs({ "B", "C" }) do
 @     if variant[m .. "_var"] then
-    for (int e = threadIdx.x; e < $(N * TB // 2); e += $(BLOCK)) {
+    for (int e = threadIdx.x; e < $(N * TB // 2) && $(m == "C" and "!CARRY" or "true"); e += $(BLOCK)) {
       const int n = e / $(TB // 2), i = 2 * (e % $(TB // 2));
       const unsigned int w = *reinterpret_cast<const unsigned int *>(&st.$(m)[n][i]);
       BC_f32[$(which)][n][i] = to_float((elem_t)(w & 0xffffu));
@@ -186,13 +217,35 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
       }
     }
     __syncwarp();
-    /* My states through the block, step by step with the S states interleaved (S
-     * independent chains of exponentials and multiply-adds); y collects my states' part
-     * of the output. B and C come from shared memory four steps at a time. */
 @ local function row_of(m, index)
 @   if size == 2 then return string.format("&BC_f32[%d][lane + s * %d][0]", index, LN) end
 @   return string.format("&st.%s[lane + s * %d][0]", m, LN)
 @ end
+    if (CARRY) { /* the decays and the state, nothing else */
+#pragma unroll
+      for (int i4 = 0; i4 < $(TB); i4 += 4) {
+        const float4 dt4 = *reinterpret_cast<const float4 *>(&dt_smem[slot][i4]);
+        const float4 dtu4 = *reinterpret_cast<const float4 *>(&dtu_smem[slot][i4]);
+#pragma unroll
+        for (int s = 0; s < $(S); s++) {
+@ if variant.B_var then
+          const float4 Bq = *reinterpret_cast<const float4 *>($(row_of("B", 0)) + i4);
+@ end
+@ for _, comp in ipairs({ "x", "y", "z", "w" }) do
+          {
+            const float a = exp2f(dt4.$(comp) * A2[s]);
+            decay[s] *= a;
+            h[s] = a * h[s] + dtu4.$(comp) * $(variant.B_var and ("Bq." .. comp) or "B_fixed[s]");
+          }
+@ end
+        }
+      }
+      __syncthreads(); /* the stage and dt_smem are refilled next */
+      continue;
+    }
+    /* My states through the block, step by step with the S states interleaved (S
+     * independent chains of exponentials and multiply-adds); y collects my states' part
+     * of the output. B and C come from shared memory four steps at a time. */
 @ local C_index = variant.B_var and 1 or 0
 #pragma unroll
     for (int i4 = 0; i4 < $(TB); i4 += 4) {
@@ -261,11 +314,30 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
     __syncthreads(); /* the stage, dt_smem and y_part are refilled next */
   }
 
-  if (active) {
+  if (CARRY) {
+    if (active) {
+#pragma unroll
+      for (int s = 0; s < $(S); s++) {
+        const long long at = (state_row / $(N) * p.nsaved + blockIdx.z) * $(N) + lane + s * $(LN);
+        p.carry_decay[at] = decay[s];
+        p.carry_state[at] = h[s];
+      }
+    }
+    return;
+  }
+  if (active && (!parallel || (int)blockIdx.z + 1 == p.nsaved)) { /* the last interval's block */
 #pragma unroll
     for (int s = 0; s < $(S); s++) {
       if (p.last_state) p.last_state[state_row + lane + s * $(LN)] = h[s];
       if (p.saved_states && L > 0) p.saved_states[(state_row / $(N) * p.nsaved + p.nsaved - 1) * $(N) + lane + s * $(LN)] = h[s];
     }
   }
+}
+
+extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_fwd_params p) {
+  scan_fwd_body<false>(p);
+}
+
+extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_carry(const sf_fwd_params p) {
+  scan_fwd_body<true>(p);
 }

@@ -35,13 +35,19 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       v->channels = channels;
       return;
     }
-    /* a thousand channels or more over long sequences: 16 lanes of one state each, blocks
-     * of 64 steps, 4 channels ((1,1536,16384,16): 635 us fp32, 681 us bf16 on an H200) */
-    if (N == 16 && rows >= 1024 && seqlen >= 8192 && per_group % 4 == 0) {
+    /* Fewer channels over long sequences: the state intervals are scanned in parallel
+     * (runtime/interval_split.h), so lanes over states win again (docs/perf.md, forward
+     * v8; H200): under a thousand channels, 8 lanes and 8 channels ((1,64,65536,16) fp32
+     * 109 us against 457 us with 256 threads over time); a thousand or more, 4 lanes and 16
+     * channels ((1,1536,16384,16,z) fp32 472 us against 633 us). */
+    if (N % 8 == 0 && seqlen >= 4096 && rows < 1024 && per_group % 8 == 0) {
       v->split_states = true;
-      v->threads = 16;
-      v->items = 64;
-      v->channels = 4;
+      v->threads = 8, v->items = 16, v->channels = 8;
+      return;
+    }
+    if (seqlen >= 8192 && rows >= 1024 && per_group % 16 == 0) {
+      v->split_states = true;
+      v->threads = 4, v->items = 16, v->channels = 16;
       return;
     }
   }

@@ -133,3 +133,27 @@ Test(fwd_gpu, split_state_large_dstate, .init = gpu_setup, .fini = gpu_teardown,
                     r.saved_error);
       }
 }
+
+/* split=state scans its state intervals in parallel when its blocks fill under half of
+ * the GPU (a carry pass first), one block through all of them otherwise: 3 x 64 channels
+ * over 5000 steps take the parallel path, 64 x 512 channels (2048 blocks of 16 channels,
+ * more than twice what an H100 or H200 holds at once) the sequential one. */
+Test(fwd_gpu, split_state_intervals_parallel_and_not, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const struct { int64_t batch, dim, seqlen; sf_dtype dtype; } cases[] = {
+      {3, 64, 5000, SF_FP32}, {3, 64, 5000, SF_BF16}, {1, 16, 100000, SF_FP32}, {64, 512, 1100, SF_FP32}};
+  uint64_t seed = 4242;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    sf_check_shape shape = {.batch = cases[c].batch, .dim = cases[c].dim, .seqlen = cases[c].seqlen, .dstate = 16,
+                            .groups = 1, .dtype = cases[c].dtype, .z = true, .D = true, .delta_bias = true,
+                            .softplus = true, .h0 = true};
+    sf_launch launch = {.spec = "split=state,threads=4,items=16,channels=16"};
+    sf_check_result r;
+    sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
+    cr_expect_eq(st, SF_OK, "case %zu: %s", c, sf_last_error());
+    if (st == SF_OK)
+      cr_expect(r.passed, "case %zu (%lldx%lldx%lld): out %.3g, last_state %.3g, saved %.3g", c,
+                (long long)cases[c].batch, (long long)cases[c].dim, (long long)cases[c].seqlen, r.out_error,
+                r.last_state_error, r.saved_error);
+  }
+}
