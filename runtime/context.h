@@ -3,6 +3,7 @@
 #define SCANFORGE_CONTEXT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 
 #include "runtime/cache.h"
@@ -20,9 +21,15 @@ typedef struct sf_device_slot {
 
 struct sf_context {
   sf_cache *cache;
+  bool owns_cache; /* false: borrowed from the context it was made from */
   sf_kernel_table *kernels;
   pthread_mutex_t device_lock; /* taken only to fill a device slot */
   sf_device_slot devices[SF_MAX_DEVICES];
 };
+
+/* A context with its own kernel table that shares `parent`'s cache (which must outlive
+ * it): destroying it unloads the kernels it loaded and leaves the cache open. The tuner
+ * measures each entry in one, so that a long run does not hold every candidate loaded. */
+sf_status sf_context_create_sharing_cache(sf_context *parent, sf_context **out);
 
 #endif

@@ -343,6 +343,7 @@ typedef struct check_memo {
 
 typedef struct run_state {
   sf_context *ctx;
+  sf_context *measure_ctx; /* the current entry's kernels, unloaded when it is done */
   const sf_tune_options *opt;
   sf_tune_summary *summary;
   sf_tune_gpu gpu;
@@ -542,7 +543,7 @@ static sf_status check_candidate(run_state *s, const sf_tune_request *r, const s
   double bar;
   if (v->op == SF_OP_BWD) {
     sf_check_bwd_result res;
-    st = sf_check_bwd(s->ctx, &shape, &launch, seed, &res);
+    st = sf_check_bwd(s->measure_ctx, &shape, &launch, seed, &res);
     *error = 0;
     for (int i = 0; st == SF_OK && i < res.count; i++)
       if (!(res.grads[i].error <= *error)) *error = res.grads[i].error; /* NaN sticks */
@@ -550,7 +551,7 @@ static sf_status check_candidate(run_state *s, const sf_tune_request *r, const s
     bar = res.bar;
   } else {
     sf_check_result res;
-    st = sf_check_fwd(s->ctx, &shape, &launch, seed, &res);
+    st = sf_check_fwd(s->measure_ctx, &shape, &launch, seed, &res);
     *error = fmax(res.out_error, fmax(res.last_state_error, res.saved_error));
     if (isnan(res.out_error) || isnan(res.last_state_error) || isnan(res.saved_error)) *error = NAN;
     *passed = st == SF_OK && res.passed;
@@ -609,7 +610,7 @@ static sf_status time_candidate(run_state *s, const sf_measure_sets *sets, const
                                 bool may_stop_early, sf_tune_candidate *c) {
   char spec[256];
   knob_spec(v, spec, sizeof spec);
-  timed_call call = {.ctx = s->ctx, .sets = sets, .backward = v->op == SF_OP_BWD, .launch = {.spec = spec}};
+  timed_call call = {.ctx = s->measure_ctx, .sets = sets, .backward = v->op == SF_OP_BWD, .launch = {.spec = spec}};
   const int reps = s->opt->reps < 20 ? 20 : s->opt->reps;
   float *ms = malloc((size_t)reps * sizeof *ms);
   if (!ms) return sf_fail(SF_ENOMEM, "tune: out of memory");
@@ -679,7 +680,7 @@ static sf_status prepare_sets(run_state *s, const sf_tune_request *r, sf_measure
   const sf_launch fwd = {.stream = s->timer.stream, .untuned = true};
   for (int i = 0; i < sets->sets && st == SF_OK; i++) {
     sf_scan_fwd_args a = sf_measure_fwd_args(sets, i);
-    st = sf_scan_fwd(s->ctx, &a, &fwd);
+    st = sf_scan_fwd(s->measure_ctx, &a, &fwd);
   }
   if (st == SF_OK) st = sf_cu_check(s->timer.cu->StreamSynchronize(s->timer.stream), "cuStreamSynchronize");
   if (st != SF_OK) sf_measure_sets_free(s->timer.cu, sets);
@@ -768,11 +769,17 @@ static sf_status tune_entry(run_state *s, int index, sf_tune_entry *e, bool *sto
   *e = sf_tune_request_key(r);
   e->candidates = calloc((size_t)(count + REFINE_EXTRA), sizeof *e->candidates);
   if (!e->candidates) return sf_fail(SF_ENOMEM, "tune: out of memory");
+  /* A context of the entry's own: its candidates are unloaded when it is done. */
+  sf_status st = sf_context_create_sharing_cache(s->ctx, &s->measure_ctx);
+  if (st != SF_OK) return st;
   sf_measure_sets sets;
-  sf_status st = prepare_sets(s, r, &sets);
-  if (st != SF_OK)
+  st = prepare_sets(s, r, &sets);
+  if (st != SF_OK) {
+    sf_context_destroy(s->measure_ctx);
+    s->measure_ctx = NULL;
     return sf_fail_context(st, "inputs of %lldx%lldx%lld", (long long)r->shape.batch, (long long)r->shape.dim,
                            (long long)r->shape.seqlen);
+  }
   double best_ms = 0;
   /* Stage 1: the knob grid. */
   for (int i = 0; i < count && st == SF_OK; i++) {
@@ -804,6 +811,8 @@ static sf_status tune_entry(run_state *s, int index, sf_tune_entry *e, bool *sto
   }
   s->timer.cu->StreamSynchronize(s->timer.stream);
   sf_measure_sets_free(s->timer.cu, &sets);
+  sf_context_destroy(s->measure_ctx);
+  s->measure_ctx = NULL;
   if (st != SF_OK) return st;
   e->complete = !*stopped;
 
