@@ -33,11 +33,14 @@ typedef struct sf_fwd_params {
   int groups;  /* channel d reads group d / (dim / groups) */
   int state_interval; /* a power of two; see sf_scan_state_interval */
   int nsaved;         /* ceil(seqlen / state_interval) */
-  /* Intervals in parallel (split=state forward, sf_scan_fwd_carry first): block z scans
-   * state interval z alone, from the state the earlier ones hand it, combined from these,
-   * (batch, dim, nsaved, N) each: the product of the interval's decays and its state at
-   * its end from a state of 0 at its start. NULL: one block scans every interval. The
-   * carry pass writes them. */
+  /* Segments in parallel (split=state templates, their carry pass first): block z takes
+   * the steps [z * segment, (z + 1) * segment) alone. segment is a power of two that
+   * divides state_interval (so a segment never straddles a saved state); nsegments =
+   * ceil(seqlen / segment). The carries, (batch, dim, nsegments, N) each: the product of
+   * a segment's decays and its state at its end from a state of 0 at its start. NULL
+   * (and nsegments 0): one block scans every step. The carry pass writes them; the
+   * backward's carry pass writes them too, with carry_adjoint below. */
+  int segment, nsegments;
   float *carry_decay, *carry_state;
 } sf_fwd_params;
 
@@ -58,11 +61,11 @@ typedef struct sf_bwd_params {
    * variable (batch, G, N, L) or fixed (dim, N); dD, ddelta_bias (dim,) */
   float *dA, *dB, *dC, *dD, *ddelta_bias;
   float *dh0; /* (batch, dim, N), written */
-  /* Intervals in parallel (split=state backward, sf_scan_bwd_carry first): block z walks
-   * interval z alone; what later intervals hand it back comes from these, (batch, dim,
-   * nsaved, N) each: the product of the interval's decays and its adjoint at its start
-   * when the adjoint past its end is 0. NULL: one block walks every interval. */
-  const float *carry_decay, *carry_adjoint;
+  /* Segments in parallel (split=state backward): with f.carry_decay and f.carry_state,
+   * (batch, dim, f.nsegments, N): a segment's adjoint at its start when the adjoint past
+   * its end is 0. Block z starts from the state the earlier segments of its state
+   * interval hand it and from the adjoint the later segments hand back. */
+  float *carry_adjoint;
 } sf_bwd_params;
 
 #endif

@@ -8,12 +8,12 @@
 #include "runtime/cpu_scan.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
-#include "runtime/interval_split.h"
 #include "runtime/kernel_params.h"
 #include "runtime/launch_params.h"
 #include "runtime/kernels.h"
 #include "runtime/module.h"
 #include "runtime/scan_args.h"
+#include "runtime/segments.h"
 #include "runtime/call_variant.h"
 
 sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out) {
@@ -42,40 +42,42 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
   if (st != SF_OK) return st;
 
   const unsigned grid_x = (unsigned)((r->dim + v.channels - 1) / v.channels);
-  const int64_t nsaved = sf_scan_saved_states(r->seqlen), N = r->dstate;
-  bool parallel = false;
-  st = sf_intervals_in_parallel(ctx, kernel, &v, (int64_t)grid_x * r->batch, nsaved, SF_FWD_PARALLEL_MAX_FILL,
-                                &parallel);
+  const int64_t N = r->dstate;
+  sf_segments segments;
+  st = sf_plan_segments(ctx, kernel, &v, (int64_t)grid_x * r->batch, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, &segments);
   if (st != SF_OK) return st;
   CUstream stream = (CUstream)launch->stream;
   const sf_kernel *carry = NULL;
   CUdeviceptr carries = 0;
-  const int64_t carry_count = parallel ? r->batch * r->dim * nsaved * N : 0;
-  if (parallel) {
+  const int64_t carry_count = r->batch * r->dim * segments.count * N;
+  if (segments.count > 0) {
     st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_fwd_carry", &carry, NULL);
     if (st == SF_OK)
       st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 2 * sizeof(float), stream),
-                       "cuMemAllocAsync(interval carries)");
+                       "cuMemAllocAsync(segment carries)");
     if (st != SF_OK) return st;
   }
   for (int64_t b0 = 0; st == SF_OK && b0 < r->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
     const int64_t rows = r->batch - b0 < SF_MAX_BATCH_PER_LAUNCH ? r->batch - b0 : SF_MAX_BATCH_PER_LAUNCH;
     sf_fwd_params p = sf_fwd_params_for_rows(r, b0, rows);
     void *params[] = {&p};
-    if (parallel) { /* each interval's carry first (the last one's is never needed) */
-      p.carry_decay = (float *)(uintptr_t)carries + b0 * r->dim * nsaved * N;
+    if (segments.count > 0) { /* each segment's carry first (the last one's is never needed) */
+      p.segment = segments.length;
+      p.nsegments = (int)segments.count;
+      p.carry_decay = (float *)(uintptr_t)carries + b0 * r->dim * segments.count * N;
       p.carry_state = p.carry_decay + carry_count;
-      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)(nsaved - 1), block, 1, 1,
-                                        0, stream, params, NULL),
+      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)(segments.count - 1), block,
+                                        1, 1, 0, stream, params, NULL),
                        "cuLaunchKernel(sf_scan_fwd_carry)");
       if (st != SF_OK) break;
     }
-    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, parallel ? (unsigned)nsaved : 1u,
-                                      block, 1, 1, 0, stream, params, NULL),
+    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,
+                                      segments.count > 0 ? (unsigned)segments.count : 1u, block, 1, 1, 0, stream,
+                                      params, NULL),
                      "cuLaunchKernel(sf_scan_fwd)");
   }
   if (carries) {
-    const sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(interval carries)");
+    const sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(segment carries)");
     if (st == SF_OK) st = freed;
   }
   return st;

@@ -6,11 +6,11 @@
 #include "runtime/call_variant.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
-#include "runtime/interval_split.h"
 #include "runtime/kernel_params.h"
 #include "runtime/launch_params.h"
 #include "runtime/kernels.h"
 #include "runtime/module.h"
+#include "runtime/segments.h"
 
 
 static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *out) {
@@ -45,7 +45,7 @@ typedef struct sums {
 } sums;
 
 /* Deterministic mode: partial sums in a stream-ordered workspace, one slice per batch row
- * and interval walked in parallel (dA, fixed dB/dC, dD, ddelta_bias) or per block of a
+ * and segment walked in parallel (dA, fixed dB/dC, dD, ddelta_bias) or per block of a
  * group's channels (variable dB/dC), added up afterwards by sf_scan_bwd_finalize in a
  * fixed order. */
 typedef struct deterministic_plan {
@@ -55,7 +55,7 @@ typedef struct deterministic_plan {
   int64_t slices[5], sizes[5];
 } deterministic_plan;
 
-static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v, int64_t intervals,
+static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v, int64_t segments,
                                CUstream stream, deterministic_plan *plan) {
   const sf_scan_fwd_args *f = &r->fwd;
   const int64_t N = f->dstate, L = f->seqlen, batch = f->batch;
@@ -65,7 +65,7 @@ static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const
   const int64_t fixed_sizes[5] = {f->dim * N, f->dim * N, f->dim * N, f->dim, f->dim};
   int64_t total = 0;
   for (int k = 0; k < 5; k++) {
-    plan->slices[k] = var[k] ? blocks_per_group : batch * intervals;
+    plan->slices[k] = var[k] ? blocks_per_group : batch * segments;
     plan->sizes[k] = var[k] ? batch * f->groups * N * L : fixed_sizes[k];
     if (outputs[k]) total += plan->slices[k] * plan->sizes[k];
   }
@@ -132,16 +132,14 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
 
   const int64_t N = f->dstate, L = f->seqlen;
   const int64_t var_size = f->batch * f->groups * N * L, fixed_size = f->dim * N;
-  const int64_t nsaved = sf_scan_saved_states(L);
   const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
-  bool parallel = false;
-  st = sf_intervals_in_parallel(ctx, kernel, &v, (int64_t)grid_x * f->batch, nsaved, SF_BWD_PARALLEL_MAX_FILL,
-                                &parallel);
+  sf_segments segments;
+  st = sf_plan_segments(ctx, kernel, &v, (int64_t)grid_x * f->batch, L, SF_BWD_PARALLEL_MAX_FILL, &segments);
   if (st != SF_OK) return st;
   sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
   deterministic_plan plan = {0};
   if (r->deterministic) {
-    st = plan_partials(cu, r, &v, parallel ? nsaved : 1, stream, &plan);
+    st = plan_partials(cu, r, &v, segments.count > 0 ? segments.count : 1, stream, &plan);
     if (st != SF_OK) return st;
     s = plan.partials;
   } else {
@@ -153,14 +151,15 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     if (st != SF_OK) return st;
   }
 
+  /* Per segment: its decays' product, its state and its adjoint from 0 (kernel_params.h). */
   const sf_kernel *carry = NULL;
   CUdeviceptr carries = 0;
-  const int64_t carry_count = parallel ? f->batch * f->dim * nsaved * N : 0;
-  if (parallel) {
+  const int64_t carry_count = f->batch * f->dim * segments.count * N;
+  if (segments.count > 0) {
     st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_bwd_carry", &carry, NULL);
     if (st == SF_OK)
-      st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 2 * sizeof(float), stream),
-                       "cuMemAllocAsync(interval carries)");
+      st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 3 * sizeof(float), stream),
+                       "cuMemAllocAsync(segment carries)");
   }
 
   const int es = sf_dtype_size(f->dtype);
@@ -185,21 +184,24 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
         .dh0 = r->dh0 ? r->dh0 + state_offset : NULL,
     };
     void *params[] = {&p};
-    if (parallel) {
-      float *decay = (float *)(uintptr_t)carries + b0 * f->dim * nsaved * N;
-      p.carry_decay = decay;
-      p.carry_adjoint = decay + carry_count;
-      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)(nsaved - 1), block, 1, 1,
+    if (segments.count > 0) {
+      p.f.segment = segments.length;
+      p.f.nsegments = (int)segments.count;
+      p.f.carry_decay = (float *)(uintptr_t)carries + b0 * f->dim * segments.count * N;
+      p.f.carry_state = p.f.carry_decay + carry_count;
+      p.carry_adjoint = p.f.carry_state + carry_count;
+      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)segments.count, block, 1, 1,
                                         0, stream, params, NULL),
                        "cuLaunchKernel(sf_scan_bwd_carry)");
       if (st != SF_OK) break;
     }
-    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows, parallel ? (unsigned)nsaved : 1u,
-                                      block, 1, 1, 0, stream, params, NULL),
+    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,
+                                      segments.count > 0 ? (unsigned)segments.count : 1u, block, 1, 1, 0, stream,
+                                      params, NULL),
                      "cuLaunchKernel(sf_scan_bwd)");
   }
   if (carries) {
-    sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(interval carries)");
+    sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(segment carries)");
     if (st == SF_OK) st = freed;
   }
   if (r->deterministic) st = finish_partials(ctx, cu, &v, &plan, st, stream);

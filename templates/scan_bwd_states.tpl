@@ -143,8 +143,9 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
 
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
 /* The kernel's body: CARRY = false walks intervals backwards for every gradient;
- * CARRY = true (sf_scan_bwd_carry) only measures what each interval hands back to the one
- * before it, so that the main pass can walk all intervals at once. */
+ * CARRY = true (sf_scan_bwd_carry) only measures what each segment hands on to the next
+ * (its decays and its state from 0) and back to the one before it (its adjoint from 0),
+ * so that the main pass can walk all segments at once. */
 template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
   /* the channel's per-step values, each computed once by the lane that owns the step */
@@ -282,14 +283,15 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
 
   const int K = f.state_interval;
   if (CARRY) {
-    /* Interval blockIdx.z + 1 from its start, with an adjoint of 0 past its end:
-     * e[start] = sum over its steps t of (a[start] ... a[t]) C[t] g[t], and the product of
-     * all its decays, which multiplies the adjoint past its end (docs/design-backward-kernel.md). */
-    const int c = blockIdx.z + 1, i0 = c * K;
-    const int blocks = (min(i0 + K, L) - i0 + $(TB - 1)) / $(TB);
-    float decay[$(S)], adjoint[$(S)];
+    /* Segment blockIdx.z from a state of 0 at its start and an adjoint of 0 past its end:
+     * its state at its end, e[start] = sum over its steps t of (a[start] ... a[t]) C[t] g[t],
+     * and the product of all its decays, which multiplies the state before it and the
+     * adjoint past its end (docs/design-segments.md). */
+    const int c = blockIdx.z, i0 = c * f.segment;
+    const int blocks = (min(i0 + f.segment, L) - i0 + $(TB - 1)) / $(TB);
+    float decay[$(S)], adjoint[$(S)], state[$(S)];
 #pragma unroll
-    for (int s = 0; s < $(S); s++) decay[s] = 1.f, adjoint[s] = 0.f;
+    for (int s = 0; s < $(S); s++) decay[s] = 1.f, adjoint[s] = 0.f, state[s] = 0.f;
     fetch(i0, 0, true);
     copies_commit();
     for (int k = 0; k < blocks; k++) {
@@ -304,15 +306,21 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
       __syncthreads();
 #pragma unroll
       for (int i4 = 0; i4 < $(TB); i4 += 4) {
-        const four dt = load4(&steps[0][slot][i4]), gv = load4(&steps[2][slot][i4]);
+        const four dt = load4(&steps[0][slot][i4]), dtu = load4(&steps[1][slot][i4]);
+        const four gv = load4(&steps[2][slot][i4]);
 #pragma unroll
         for (int s = 0; s < $(S); s++) {
+@ if variant.B_var then
+          const four Bq = load4($(row_of("B")) + i4);
+@ end
 @ if variant.C_var then
           const four Cq = load4($(row_of("C")) + i4);
 @ end
 #pragma unroll
           for (int j = 0; j < 4; j++) {
-            decay[s] *= exp2f(dt.v[j] * A2[s]);
+            const float a = exp2f(dt.v[j] * A2[s]);
+            decay[s] *= a;
+            state[s] = a * state[s] + dtu.v[j] * $(variant.B_var and "Bq.v[j]" or "B_fixed[s]");
             adjoint[s] += decay[s] * $(variant.C_var and "Cq.v[j]" or "C_fixed[s]") * gv.v[j];
           }
         }
@@ -322,34 +330,49 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
     if (active) {
 #pragma unroll
       for (int s = 0; s < $(S); s++) {
-        const long long at = (state_row / $(N) * f.nsaved + c) * $(N) + lane + s * $(LN);
-        ((float *)p.carry_decay)[at] = decay[s];
-        ((float *)p.carry_adjoint)[at] = adjoint[s];
+        const long long at = (state_row / $(N) * f.nsegments + c) * $(N) + lane + s * $(LN);
+        f.carry_decay[at] = decay[s];
+        f.carry_state[at] = state[s];
+        p.carry_adjoint[at] = adjoint[s];
       }
     }
     return;
   }
-  /* One interval per block when the carries were measured: the adjoint past its end is
-   * what the later intervals hand back, combined from the last one down. */
-  const bool parallel = p.carry_decay != 0;
+  /* Chunks of steps walked last to first, each from a saved state: the state intervals,
+   * or, once the carries were measured, this block's segment alone. Its adjoint past its
+   * end is then what the later segments hand back, combined from the last one down. */
+  const bool parallel = f.carry_decay != 0;
+  const int chunk = parallel ? f.segment : K;
   const int c_last = parallel ? (int)blockIdx.z : f.nsaved - 1, c_first = parallel ? (int)blockIdx.z : 0;
   if (parallel) {
-    for (int c = f.nsaved - 1; c > c_last; c--) {
+#pragma unroll 4
+    for (int c = f.nsegments - 1; c > c_last; c--) { /* unrolled: four segments' loads in flight at once */
 #pragma unroll
       for (int s = 0; s < $(S); s++) {
-        const long long at = (state_row / $(N) * f.nsaved + c) * $(N) + lane + s * $(LN);
-        e[s] = p.carry_decay[at] * e[s] + p.carry_adjoint[at];
+        const long long at = (state_row / $(N) * f.nsegments + c) * $(N) + lane + s * $(LN);
+        e[s] = f.carry_decay[at] * e[s] + p.carry_adjoint[at];
       }
     }
   }
   for (int c = c_last; c >= c_first; c--) {
-    const int i0 = c * K;
-    const int blocks = (min(i0 + K, L) - i0 + $(TB - 1)) / $(TB);
+    const int i0 = c * chunk;
+    const int blocks = (min(i0 + chunk, L) - i0 + $(TB - 1)) / $(TB);
+    const int interval = i0 / K; /* the saved state before it ends interval - 1 */
     float h[$(S)];
 #pragma unroll
     for (int s = 0; s < $(S); s++)
-      h[s] = c > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + c - 1) * $(N) + lane + s * $(LN)]
-                   : (f.h0 ? f.h0[state_row + lane + s * $(LN)] : 0.f);
+      h[s] = interval > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + interval - 1) * $(N) + lane + s * $(LN)]
+                          : (f.h0 ? f.h0[state_row + lane + s * $(LN)] : 0.f);
+    if (parallel) { /* then the earlier segments of the interval hand it on */
+#pragma unroll 4
+      for (int j = interval * (K / chunk); j < c; j++) {
+#pragma unroll
+        for (int s = 0; s < $(S); s++) {
+          const long long at = (state_row / $(N) * f.nsegments + j) * $(N) + lane + s * $(LN);
+          h[s] = f.carry_decay[at] * h[s] + f.carry_state[at];
+        }
+      }
+    }
 
     /* Forward through the interval: the state at each block's start. */
     if (blocks > 1) fetch(i0, 0, false);
@@ -489,7 +512,7 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
         part[2][slot * $(part_slot) + lane * $(part_row) + i] = y_p[i];
 @ end
       }
-      if (c == 0 && k == 0 && active && p.dh0) {
+      if (t0 == 0 && active && p.dh0) {
 #pragma unroll
         for (int s = 0; s < $(S); s++) p.dh0[state_row + lane + s * $(LN)] = e[s]; /* a[0] dh[0] */
       }

@@ -91,10 +91,10 @@ struct stage_t {
  * unreachable in that instantiation, as meant. */
 #pragma nv_diag_suppress 128
 
-/* The kernel's body: CARRY = false scans (with p.carry_decay set, block z scans state
- * interval z alone from the state the earlier intervals hand it); CARRY = true
- * (sf_scan_fwd_carry) only measures, per interval, the product of its decays and its
- * state at its end from a state of 0 at its start. */
+/* The kernel's body: CARRY = false scans (with p.carry_decay set, block z scans segment
+ * z alone from the state the earlier segments hand it); CARRY = true (sf_scan_fwd_carry)
+ * only measures, per segment, the product of its decays and its state at its end from a
+ * state of 0 at its start. */
 template <bool CARRY> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
   __shared__ __align__(16) float dt_smem[$(CH)][$(TB + 4)], dtu_smem[$(CH)][$(TB + 4)];
@@ -151,21 +151,22 @@ template <bool CARRY> __device__ __forceinline__ void scan_fwd_body(const sf_fwd
 @ end
   }
 
-  /* The steps this block scans: every one, or one state interval (items divides it). */
+  /* The steps this block scans: every one, or one segment (items divides it). */
   const bool parallel = CARRY || p.carry_decay != 0;
-  const int t_begin = parallel ? (int)blockIdx.z * p.state_interval : 0;
-  const int t_end = parallel ? min(t_begin + p.state_interval, L) : L;
-  float decay[$(S)]; /* the carry pass: the product of the interval's decays */
+  const int t_begin = parallel ? (int)blockIdx.z * p.segment : 0;
+  const int t_end = parallel ? min(t_begin + p.segment, L) : L;
+  float decay[$(S)]; /* the carry pass: the product of the segment's decays */
 #pragma unroll
   for (int s = 0; s < $(S); s++) {
     decay[s] = 1.f;
     if (CARRY) h[s] = 0.f;
   }
-  if (!CARRY && parallel) { /* the state at t_begin: the earlier intervals' carries, in order */
-    for (int c = 0; c < (int)blockIdx.z; c++) {
+  if (!CARRY && parallel) { /* the state at t_begin: the earlier segments' carries, in order */
+#pragma unroll 4
+    for (int c = 0; c < (int)blockIdx.z; c++) { /* unrolled: four segments' loads in flight at once */
 #pragma unroll
       for (int s = 0; s < $(S); s++) {
-        const long long at = (state_row / $(N) * p.nsaved + c) * $(N) + lane + s * $(LN);
+        const long long at = (state_row / $(N) * p.nsegments + c) * $(N) + lane + s * $(LN);
         h[s] = p.carry_decay[at] * h[s] + p.carry_state[at];
       }
     }
@@ -318,14 +319,14 @@ template <bool CARRY> __device__ __forceinline__ void scan_fwd_body(const sf_fwd
     if (active) {
 #pragma unroll
       for (int s = 0; s < $(S); s++) {
-        const long long at = (state_row / $(N) * p.nsaved + blockIdx.z) * $(N) + lane + s * $(LN);
+        const long long at = (state_row / $(N) * p.nsegments + blockIdx.z) * $(N) + lane + s * $(LN);
         p.carry_decay[at] = decay[s];
         p.carry_state[at] = h[s];
       }
     }
     return;
   }
-  if (active && (!parallel || (int)blockIdx.z + 1 == p.nsaved)) { /* the last interval's block */
+  if (active && (!parallel || (int)blockIdx.z + 1 == p.nsegments)) { /* the last segment's block */
 #pragma unroll
     for (int s = 0; s < $(S); s++) {
       if (p.last_state) p.last_state[state_row + lane + s * $(LN)] = h[s];

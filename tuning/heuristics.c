@@ -36,16 +36,16 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       return;
     }
     /* Fewer channels over long sequences: the state intervals are scanned in parallel
-     * (runtime/interval_split.h), so lanes over states win again (docs/perf.md, forward
+     * (runtime/segments.h), so lanes over states win again (docs/perf.md, forward
      * v8; H200): under a thousand channels, 8 lanes and 8 channels ((1,64,65536,16) fp32
      * 109 us against 457 us with 256 threads over time); a thousand or more, 4 lanes and 16
      * channels ((1,1536,16384,16,z) fp32 472 us against 633 us). */
-    if (N % 8 == 0 && seqlen >= 4096 && rows < 1024 && per_group % 8 == 0) {
+    if (N % 8 == 0 && seqlen > 512 && rows < 1024 && per_group % 8 == 0) {
       v->split_states = true;
       v->threads = 8, v->items = 16, v->channels = 8;
       return;
     }
-    if (seqlen >= 8192 && rows >= 1024 && per_group % 16 == 0) {
+    if (seqlen > 512 && rows >= 1024 && per_group % 16 == 0) {
       v->split_states = true;
       v->threads = 4, v->items = 16, v->channels = 16;
       return;
@@ -115,7 +115,7 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
    * the states and the intervals run in parallel; 8 lanes and 8 channels a block (313 us
    * for 64 channels of 65536 steps against 4416 us with lanes over time). */
   if ((v->dstate == 4 || v->dstate == 8 || v->dstate == 16) && batch * dim < 4096 &&
-      seqlen >= 4096 && per_group % 8 == 0) {
+      seqlen > 512 && per_group % 8 == 0) {
     v->split_states = true;
     v->threads = v->dstate < 8 ? v->dstate : 8;
     v->items = 8;

@@ -1,6 +1,8 @@
 /* test_bwd_gpu.c: every gradient of the GPU backward against the float64 reference (skips without a GPU). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/check.h"
@@ -179,6 +181,41 @@ Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardow
   char errors[512] = "";
   describe(errors, sizeof errors, &r);
   cr_expect(r.passed, "L=100000: %s(bar %.0e)", errors, r.bar);
+}
+
+/* Segments from one block of steps to a whole state interval ($SCANFORGE_MIN_SEGMENT
+ * bounds the runtime's choice from below; few channels make it go there): a segment
+ * starts from the saved state before its interval and the carries of the segments before
+ * it, and from the adjoint the later ones hand back; ragged last segment; every flag set,
+ * deterministic mode included. */
+Test(bwd_gpu, split_state_segment_lengths, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const char *least[] = {"8", "32", "128", "512"};
+  static const int64_t lengths[] = {1000, 2049};
+  static const sf_dtype dtypes[] = {SF_FP32, SF_BF16};
+  uint64_t seed = 9300;
+  for (size_t m = 0; m < sizeof least / sizeof least[0]; m++)
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+      for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
+        const size_t k = m + l + t;
+        const flag_set *fs = &flag_sets[k % (sizeof flag_sets / sizeof flag_sets[0])];
+        setenv("SCANFORGE_MIN_SEGMENT", least[m], 1);
+        sf_check_shape shape = {
+            .batch = 2, .dim = 16, .seqlen = lengths[l], .dstate = 16, .groups = fs->groups,
+            .dtype = dtypes[t], .z = fs->z, .D = fs->D, .delta_bias = fs->delta_bias,
+            .softplus = fs->softplus, .B_fixed = fs->B_fixed, .C_fixed = fs->C_fixed, .h0 = fs->h0,
+            .d_last_state = fs->d_last_state, .deterministic = k % 3 == 0};
+        sf_launch launch = {.spec = "split=state,threads=8,items=8,channels=8,states=1"};
+        sf_check_bwd_result r;
+        sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
+        unsetenv("SCANFORGE_MIN_SEGMENT");
+        cr_expect_eq(st, SF_OK, "segments >= %s, L=%lld: %s", least[m], (long long)lengths[l], sf_last_error());
+        if (st != SF_OK) continue;
+        char errors[512] = "";
+        describe(errors, sizeof errors, &r);
+        cr_expect(r.passed, "segments >= %s, L=%lld, %s [%s]: %s(bar %.0e)", least[m], (long long)lengths[l],
+                  sf_dtype_name(dtypes[t]), fs->name, errors, r.bar);
+      }
 }
 
 /* Deterministic mode: correct, and bitwise identical over five runs of a large shape. */

@@ -1,6 +1,8 @@
 /* test_fwd_gpu.c: the forward kernels on the GPU against the float64 reference (skips without a GPU). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/check.h"
@@ -134,7 +136,7 @@ Test(fwd_gpu, split_state_large_dstate, .init = gpu_setup, .fini = gpu_teardown,
       }
 }
 
-/* split=state scans its state intervals in parallel when its blocks fill under half of
+/* split=state scans segments of the sequence in parallel when its blocks fill under 40% of
  * the GPU (a carry pass first), one block through all of them otherwise: 3 x 64 channels
  * over 5000 steps take the parallel path, 64 x 512 channels (2048 blocks of 16 channels,
  * more than twice what an H100 or H200 holds at once) the sequential one. */
@@ -156,4 +158,30 @@ Test(fwd_gpu, split_state_intervals_parallel_and_not, .init = gpu_setup, .fini =
                 (long long)cases[c].batch, (long long)cases[c].dim, (long long)cases[c].seqlen, r.out_error,
                 r.last_state_error, r.saved_error);
   }
+}
+
+/* Segments from one block of steps to a whole state interval ($SCANFORGE_MIN_SEGMENT
+ * bounds the runtime's choice from below; few channels make it go there): segments inside
+ * an interval, a ragged last one, the saved states still written at every interval. */
+Test(fwd_gpu, split_state_segment_lengths, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const char *least[] = {"16", "32", "128", "512"};
+  static const int64_t lengths[] = {1000, 2049};
+  uint64_t seed = 9100;
+  for (size_t m = 0; m < sizeof least / sizeof least[0]; m++)
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+      for (int bf16 = 0; bf16 <= 1; bf16++) {
+        setenv("SCANFORGE_MIN_SEGMENT", least[m], 1);
+        sf_check_shape shape = {.batch = 2, .dim = 16, .seqlen = lengths[l], .dstate = 16, .groups = 1,
+                                .dtype = bf16 ? SF_BF16 : SF_FP32, .z = true, .D = true, .delta_bias = true,
+                                .softplus = true, .h0 = true};
+        sf_launch launch = {.spec = "split=state,threads=8,items=16,channels=8"};
+        sf_check_result r;
+        sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
+        unsetenv("SCANFORGE_MIN_SEGMENT");
+        cr_expect_eq(st, SF_OK, "segments >= %s, L=%lld: %s", least[m], (long long)lengths[l], sf_last_error());
+        if (st == SF_OK)
+          cr_expect(r.passed, "segments >= %s, L=%lld, %s: out %.3g, last_state %.3g, saved %.3g", least[m],
+                    (long long)lengths[l], bf16 ? "bf16" : "fp32", r.out_error, r.last_state_error, r.saved_error);
+      }
 }

@@ -1,0 +1,37 @@
+/* segments.c: the launch-time choice of scanning segments of the sequence in parallel. */
+#include "runtime/segments.h"
+
+#include <stdlib.h>
+
+#include "runtime/kernels.h"
+#include "runtime/scan_args.h"
+
+static int min_segment(const sf_variant *v) {
+  int least = SF_MIN_SEGMENT;
+  const char *forced = getenv("SCANFORGE_MIN_SEGMENT");
+  if (forced) {
+    const int n = atoi(forced);
+    if (n >= 4 && n <= 512 && (n & (n - 1)) == 0) least = n;
+  }
+  return least > v->items ? least : v->items;
+}
+
+sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
+                           int64_t seqlen, double max_fill, sf_segments *plan) {
+  const int64_t interval = sf_scan_state_interval(seqlen);
+  *plan = (sf_segments){.count = 0, .length = (int)interval};
+  if (!v->split_states || sf_scan_saved_states(seqlen) < 2) return SF_OK;
+  int sm_count = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st != SF_OK) return st;
+  const double capacity = (double)kernel->blocks_per_sm * sm_count;
+  if ((double)blocks >= max_fill * capacity) return SF_OK;
+  const int least = min_segment(v);
+  int length = (int)interval;
+  while (length / 2 >= least && (double)blocks * (double)((seqlen + length - 1) / length) < SF_SEGMENT_WAVES * capacity &&
+         (seqlen + length / 2 - 1) / (length / 2) <= SF_MAX_SEGMENTS)
+    length /= 2;
+  const int64_t count = (seqlen + length - 1) / length;
+  if (count <= SF_MAX_SEGMENTS) *plan = (sf_segments){.count = count, .length = length};
+  return SF_OK;
+}
