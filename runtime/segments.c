@@ -28,9 +28,15 @@ sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_va
   if ((double)blocks >= max_fill * capacity) return SF_OK;
   const int least = min_segment(v);
   int length = (int)interval;
-  while (length / 2 >= least && (double)blocks * (double)((seqlen + length - 1) / length) < SF_SEGMENT_WAVES * capacity &&
-         (seqlen + length / 2 - 1) / (length / 2) <= SF_MAX_SEGMENTS)
+  for (;;) {
+    const double shorter = (double)((seqlen + length / 2 - 1) / (length / 2)); /* segments if halved */
+    /* every block combines the carries before it: segments^2 / 2 per (channel, state) */
+    const double combine_bytes = (double)blocks * v->channels * shorter * shorter * v->dstate * 4.0;
+    if (length / 2 < least || (double)blocks * ((seqlen + length - 1) / length) >= SF_SEGMENT_WAVES * capacity ||
+        shorter > SF_MAX_SEGMENTS || combine_bytes > SF_MAX_COMBINE_BYTES)
+      break;
     length /= 2;
+  }
   const int64_t count = (seqlen + length - 1) / length;
   if (count <= SF_MAX_SEGMENTS) *plan = (sf_segments){.count = count, .length = length};
   return SF_OK;

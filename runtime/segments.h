@@ -23,7 +23,7 @@ typedef struct sf_segments {
  * the blocks fill less than `max_fill` of what the GPU holds at once (the kernel's blocks
  * per SM x SMs). Then the state interval is halved, down to SF_MIN_SEGMENT steps (and
  * never under the variant's block of steps), until the segments' blocks fill the GPU
- * SF_SEGMENT_WAVES times over. */
+ * SF_SEGMENT_WAVES times over or the carries to combine would pass SF_MAX_COMBINE_BYTES. */
 sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
                            int64_t seqlen, double max_fill, sf_segments *plan);
 
@@ -37,6 +37,11 @@ sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_va
  * per block ($SCANFORGE_MIN_SEGMENT overrides it, for experiments: a power of two). */
 #define SF_MIN_SEGMENT 64
 #define SF_SEGMENT_WAVES 2
+/* Each block combines the carries of the segments before it, so their traffic grows as
+ * segments^2 (H200, fp32 forward): (1,64,65536,16) 110 us with 128 segments, 255 us with
+ * 512 (1 GB of carries read); (1,1536,2048,16,z) bf16 82 us with 16, 98 us with 32 (100 MB).
+ * Segments are not halved past this many bytes of it. */
+#define SF_MAX_COMBINE_BYTES (64.0 * 1024 * 1024)
 /* a launch's grid z holds at most 65535 blocks */
 #define SF_MAX_SEGMENTS 65535
 

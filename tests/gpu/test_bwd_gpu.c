@@ -83,11 +83,11 @@ DTYPE_DSTATE_TEST(SF_BF16, bf16, 256)
 Test(bwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
   gpu_skip_without_device();
   static const struct { int64_t L; const char *spec; } cases[] = {
-      {49, "threads=8,items=8,channels=16"},   {49, "threads=32,items=2,channels=1"},
-      {49, "threads=64,items=1,channels=2"},   {196, "threads=32,items=8,channels=4"},
-      {196, "threads=16,items=16,channels=8"}, {196, "threads=128,items=2,channels=1"},
-      {3000, "threads=64,items=8,channels=4"}, {3000, "threads=32,items=16,channels=2"},
-      {3000, "threads=128,items=4,channels=1"}, {3000, "threads=512,items=1,channels=2"},
+      {49, "split=time,threads=8,items=8,channels=16"},   {49, "split=time,threads=32,items=2,channels=1"},
+      {49, "split=time,threads=64,items=1,channels=2"},   {196, "split=time,threads=32,items=8,channels=4"},
+      {196, "split=time,threads=16,items=16,channels=8"}, {196, "split=time,threads=128,items=2,channels=1"},
+      {3000, "split=time,threads=64,items=8,channels=4"}, {3000, "split=time,threads=32,items=16,channels=2"},
+      {3000, "split=time,threads=128,items=4,channels=1"}, {3000, "split=time,threads=512,items=1,channels=2"},
       {49, "split=state,threads=4,items=8,channels=16"}, {196, "split=state,threads=4,items=8,channels=8"},
       {3000, "split=state,threads=4,items=8,channels=16"}, {3000, "split=state,threads=16,items=16,channels=2"},
       {3000, "split=state,threads=2,items=4,channels=16"}, {700, "split=state,threads=8,items=16,channels=4,states=1"}};
