@@ -47,7 +47,8 @@ sf_tune_entry sf_tune_request_key(const sf_tune_request *r) {
 
 int sf_tune_default_requests(sf_tune_request *out, int cap, bool with_bwd) {
   /* The reference rows (batch, dim, L, N, z), MambaVision's stages 3 and 4, large d_state
-   * and few channels over very long sequences (bench/rows_large_n.txt, rows_long_l.txt). */
+   * few channels over very long sequences and a batch-1 prefill (bench/rows_large_n.txt,
+   * rows_long_l.txt, rows_mid.txt). */
   static const struct { int64_t batch, dim, seqlen; int dstate; bool z; } fp32_rows[] = {
       {1, 4, 16, 4, false},     {4, 16, 64, 16, false},    {16, 64, 256, 64, false},  {1, 256, 1024, 16, false},
       {1, 768, 1024, 16, false}, {64, 160, 196, 8, false}, {64, 320, 49, 8, false},   {64, 256, 196, 8, false},
@@ -58,6 +59,7 @@ int sf_tune_default_requests(sf_tune_request *out, int cap, bool with_bwd) {
       {8, 1536, 2048, 16, true}, {4, 4096, 2048, 16, true}, {1, 1536, 16384, 16, true}, {64, 160, 196, 8, false},
       {64, 320, 49, 8, false},   {64, 256, 196, 8, false},  {64, 512, 49, 8, false},
       {4, 1024, 2048, 32, true}, {4, 1024, 2048, 64, true}, {2, 512, 2048, 128, true}, {1, 64, 65536, 16, true},
+      {1, 1536, 2048, 16, true},
   };
   int count = 0;
   for (int op = 0; op <= (with_bwd ? 1 : 0); op++)
