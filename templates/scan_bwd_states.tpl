@@ -144,9 +144,10 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
 /* The kernel's body: CARRY = false walks intervals backwards for every gradient;
  * CARRY = true (sf_scan_bwd_carry) only measures what each segment hands on to the next
- * (its decays and its state from 0) and back to the one before it (its adjoint from 0),
- * so that the main pass can walk all segments at once. */
-template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
+ * (its decays and, with CARRY_STATE, its state from 0: needed when segments are shorter
+ * than a state interval) and back to the one before it (its adjoint from 0), so that the
+ * main pass can walk all segments at once. */
+template <bool CARRY, bool CARRY_STATE> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
   /* the channel's per-step values, each computed once by the lane that owns the step */
   __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
@@ -320,7 +321,7 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
           for (int j = 0; j < 4; j++) {
             const float a = exp2f(dt.v[j] * A2[s]);
             decay[s] *= a;
-            state[s] = a * state[s] + dtu.v[j] * $(variant.B_var and "Bq.v[j]" or "B_fixed[s]");
+            if (CARRY_STATE) state[s] = a * state[s] + dtu.v[j] * $(variant.B_var and "Bq.v[j]" or "B_fixed[s]");
             adjoint[s] += decay[s] * $(variant.C_var and "Cq.v[j]" or "C_fixed[s]") * gv.v[j];
           }
         }
@@ -332,7 +333,7 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
       for (int s = 0; s < $(S); s++) {
         const long long at = (state_row / $(N) * f.nsegments + c) * $(N) + lane + s * $(LN);
         f.carry_decay[at] = decay[s];
-        f.carry_state[at] = state[s];
+        if (CARRY_STATE) f.carry_state[at] = state[s];
         p.carry_adjoint[at] = adjoint[s];
       }
     }
@@ -618,11 +619,13 @@ template <bool CARRY> __device__ __forceinline__ void scan_bwd_body(const sf_bwd
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_bwd_params p) {
-  scan_bwd_body<false>(p);
+  scan_bwd_body<false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_carry(const sf_bwd_params p) {
-  scan_bwd_body<true>(p);
+  /* a segment's state from 0 is needed only when segments are shorter than an interval */
+  if (p.f.segment < p.f.state_interval) scan_bwd_body<true, true>(p);
+  else scan_bwd_body<true, false>(p);
 }
 @ if det then
 
