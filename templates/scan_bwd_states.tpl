@@ -364,8 +364,8 @@ template <bool CARRY, bool CARRY_STATE> __device__ __forceinline__ void scan_bwd
     for (int s = 0; s < $(S); s++)
       h[s] = interval > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + interval - 1) * $(N) + lane + s * $(LN)]
                           : (f.h0 ? f.h0[state_row + lane + s * $(LN)] : 0.f);
-    if (parallel) { /* then the earlier segments of the interval hand it on */
-#pragma unroll 4
+    if (parallel) { /* then the earlier segments of the interval hand it on (a few: not unrolled) */
+#pragma unroll 1
       for (int j = interval * (K / chunk); j < c; j++) {
 #pragma unroll
         for (int s = 0; s < $(S); s++) {
