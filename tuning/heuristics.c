@@ -35,11 +35,13 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       v->channels = channels;
       return;
     }
-    /* Fewer channels over long sequences: the state intervals are scanned in parallel
-     * (runtime/segments.h), so lanes over states win again (docs/perf.md, forward
-     * v8; H200): under a thousand channels, 8 lanes and 8 channels ((1,64,65536,16) fp32
-     * 109 us against 457 us with 256 threads over time); a thousand or more, 4 lanes and 16
-     * channels ((1,1536,16384,16,z) fp32 472 us against 633 us). */
+    /* Fewer channels over more than one state interval: segments of the sequence are
+     * scanned in parallel (runtime/segments.h), so lanes over states win again
+     * (docs/perf.md, forward v8-v9; H200): under a thousand channels, 8 lanes and 8
+     * channels ((1,64,65536,16) fp32 109 us against 457 us with 256 threads over time;
+     * (1,768,1024,16) 29 us against 69); a thousand or more, 4 lanes and 16 channels
+     * ((1,1536,16384,16,z) fp32 472 us against 633 us; (1,1536,2048,16,z) bf16 81 us
+     * against 148). */
     if (N % 8 == 0 && seqlen > 512 && rows < 1024 && per_group % 8 == 0) {
       v->split_states = true;
       v->threads = 8, v->items = 16, v->channels = 8;
@@ -111,9 +113,10 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
       return;
     }
   }
-  /* Few channels over 4096 steps or more (docs/perf.md, backward v5): lanes split
-   * the states and the intervals run in parallel; 8 lanes and 8 channels a block (313 us
-   * for 64 channels of 65536 steps against 4416 us with lanes over time). */
+  /* Few channels over more than one state interval (docs/perf.md, backward v5, v7):
+   * lanes split the states and segments run in parallel; 8 lanes and 8 channels a block
+   * (313 us for 64 channels of 65536 steps against 4416 us with lanes over time; 38 us
+   * for (1,256,1024,16) against 77 us). */
   if ((v->dstate == 4 || v->dstate == 8 || v->dstate == 16) && batch * dim < 4096 &&
       seqlen > 512 && per_group % 8 == 0) {
     v->split_states = true;
