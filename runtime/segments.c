@@ -16,16 +16,10 @@ static int min_segment(const sf_variant *v) {
   return least > v->items ? least : v->items;
 }
 
-sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
-                           int64_t seqlen, double max_fill, sf_segments *plan) {
+sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen, double capacity, double max_fill) {
   const int64_t interval = sf_scan_state_interval(seqlen);
-  *plan = (sf_segments){.count = 0, .length = (int)interval};
-  if (!v->split_states || sf_scan_saved_states(seqlen) < 2) return SF_OK;
-  int sm_count = 0;
-  sf_status st = sf_context_sm_count(ctx, &sm_count);
-  if (st != SF_OK) return st;
-  const double capacity = (double)kernel->blocks_per_sm * sm_count;
-  if ((double)blocks >= max_fill * capacity) return SF_OK;
+  const sf_segments none = {.count = 0, .length = (int)interval};
+  if (!v->split_states || sf_scan_saved_states(seqlen) < 2 || (double)blocks >= max_fill * capacity) return none;
   const int least = min_segment(v);
   int length = (int)interval;
   for (;;) {
@@ -38,6 +32,16 @@ sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_va
     length /= 2;
   }
   const int64_t count = (seqlen + length - 1) / length;
-  if (count <= SF_MAX_SEGMENTS) *plan = (sf_segments){.count = count, .length = length};
+  return count <= SF_MAX_SEGMENTS ? (sf_segments){.count = count, .length = length} : none;
+}
+
+sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
+                           int64_t seqlen, double max_fill, sf_segments *plan) {
+  *plan = (sf_segments){.count = 0, .length = (int)sf_scan_state_interval(seqlen)};
+  if (!v->split_states || sf_scan_saved_states(seqlen) < 2) return SF_OK;
+  int sm_count = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st != SF_OK) return st;
+  *plan = sf_segments_for(v, blocks, seqlen, (double)kernel->blocks_per_sm * sm_count, max_fill);
   return SF_OK;
 }

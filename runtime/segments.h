@@ -26,6 +26,8 @@ typedef struct sf_segments {
  * SF_SEGMENT_WAVES times over or the carries to combine would pass SF_MAX_COMBINE_BYTES. */
 sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
                            int64_t seqlen, double max_fill, sf_segments *plan);
+/* The same choice for a GPU that holds `capacity` of the kernel's blocks at once. */
+sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen, double capacity, double max_fill);
 
 /* The measured limits (H200, docs/perf.md: backward v5, forward v8). Backward: 10x faster
  * with 64 channels of 65536 steps, 18% slower for the Mamba-130M row at 73% of a wave.

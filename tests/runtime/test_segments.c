@@ -1,0 +1,69 @@
+/* test_segments.c: how the runtime cuts a sequence into segments scanned in parallel
+ * (runtime/segments.h), for a GPU that holds a given number of blocks at once. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "runtime/segments.h"
+
+/* split=state, 8 lanes of 2 states, blocks of 8 steps, 8 channels: the few-channel shape */
+static sf_variant state_split(void) {
+  sf_variant v = sf_variant_default();
+  v.split_states = true;
+  v.dstate = 16, v.threads = 8, v.items = 8, v.channels = 8;
+  return v;
+}
+
+static const double capacity = 8.0 * 132; /* 8 blocks an SM on 132 SMs */
+
+Test(segments, none_for_the_time_split_one_interval_or_a_full_gpu) {
+  sf_variant v = state_split();
+  cr_expect_eq(sf_segments_for(&v, 32, 512, capacity, 0.5).count, 0, "one state interval: nothing to split");
+  cr_expect_eq(sf_segments_for(&v, 600, 4096, capacity, 0.5).count, 0, "600 blocks fill over half of 1056");
+  v.split_states = false;
+  cr_expect_eq(sf_segments_for(&v, 32, 4096, capacity, 0.5).count, 0, "the time split has no carry pass");
+}
+
+Test(segments, few_channels_get_segments_shorter_than_an_interval) {
+  sf_variant v = state_split();
+  /* (1,256,1024,16): 32 blocks, 2 intervals of 512 -> 16 segments of the 64-step floor */
+  sf_segments s = sf_segments_for(&v, 32, 1024, capacity, 0.5);
+  cr_expect_eq(s.length, 64);
+  cr_expect_eq(s.count, 16);
+  /* a ragged end: 1000 steps are 16 segments, the last one 40 steps long */
+  s = sf_segments_for(&v, 32, 1000, capacity, 0.5);
+  cr_expect_eq(s.length, 64);
+  cr_expect_eq(s.count, 16);
+  /* never shorter than the variant's block of steps */
+  v.items = 64;
+  cr_expect_eq(sf_segments_for(&v, 32, 1024, capacity, 0.5).length, 64);
+  v.items = 8;
+  /* enough blocks to fill the GPU twice stop the halving: 300 blocks x 8 intervals fill
+   * 1056 over twice already; 256 blocks do after one halving (256 x 16) */
+  s = sf_segments_for(&v, 300, 4096, capacity, 0.5);
+  cr_expect_eq(s.length, 512, "300 x 8 intervals: got %d", s.length);
+  s = sf_segments_for(&v, 256, 4096, capacity, 0.5);
+  cr_expect_eq(s.length, 256, "256 x 16 segments: got %d", s.length);
+}
+
+Test(segments, the_floor_can_be_moved_for_experiments) {
+  sf_variant v = state_split();
+  setenv("SCANFORGE_MIN_SEGMENT", "32", 1);
+  const sf_segments s = sf_segments_for(&v, 32, 1024, capacity, 0.5);
+  setenv("SCANFORGE_MIN_SEGMENT", "48", 1); /* not a power of two: ignored */
+  const sf_segments ignored = sf_segments_for(&v, 32, 1024, capacity, 0.5);
+  unsetenv("SCANFORGE_MIN_SEGMENT");
+  cr_expect_eq(s.length, 32);
+  cr_expect_eq(s.count, 32);
+  cr_expect_eq(ignored.length, 64);
+}
+
+Test(segments, the_combine_traffic_bounds_the_count) {
+  sf_variant v = state_split();
+  /* (1,64,65536,16): 8 blocks, 128 intervals; 256 segments would read 268 MB of carries */
+  const sf_segments s = sf_segments_for(&v, 8, 65536, capacity, 0.5);
+  cr_expect_eq(s.count, 128);
+  cr_expect_eq(s.length, 512);
+  /* a grid z holds at most 65535 segments: past that, no segments at all */
+  cr_expect_eq(sf_segments_for(&v, 1, (int64_t)512 * 70000, capacity, 0.5).count, 0);
+}
