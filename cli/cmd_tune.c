@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/scan_common.h"
 #include "tuning/database.h"
-#include "tuning/report.h"
+#include "tuning/report/plot.h"
 #include "tuning/select.h"
 #include "tuning/tuner.h"
 #include "scanforge/scanforge.h"
@@ -48,8 +48,9 @@ static void usage(FILE *out) {
           "  --reps N         timed runs per candidate, at least 20 (default 25)\n"
           "  --list           print the entries that would be tuned, one a line, and exit\n"
           "  --report         print this GPU's entries (every GPU's without one) and write the\n"
-          "                   plot of candidates' times against the winners' as PNG\n"
-          "  --plot FILE      the report's PNG (default tuning-report.png)\n"
+          "                   plot of candidates' times against the winners'\n"
+          "  --plot FILE      the report's plot: SVG when FILE ends in .svg, else PNG\n"
+          "                   (default tuning-report.png)\n"
           "  --export-defaults FILE\n"
           "                   write this GPU's entries (every GPU's without one), winners only,\n"
           "                   as a shipped-defaults file for tuning/defaults/\n"
@@ -371,7 +372,7 @@ static int run_report(const tune_cli *o, const char *db_path, const sf_tune_gpu 
     if (sf_tune_plot(shown, count, plot) != SF_OK)
       status = cli_fail("tune", "cannot write the plot");
     else
-      printf("\nplot: %s (entries numbered as above; time / winner's time, log scale 1x..4x)\n", plot);
+      printf("\nplot: %s (candidates' times over each entry's winner's, log scale)\n", plot);
   }
   free(shown);
   sf_tune_db_free(&db);

@@ -12,10 +12,9 @@ typedef struct sf_tune_default_file {
   size_t size;
 } sf_tune_default_file;
 
-/* Every file of tuning/defaults/, as tuning/defaults_data.c holds them; ends with a NULL
- * name. That file is generated, and committed, with
- *   cmake -DDIR=tuning/defaults -DOUTPUT=tuning/defaults_data.c -P cmake/embed_tuning_defaults.cmake
- * (a test fails when it no longer matches the JSON files). */
+/* Every file of tuning/defaults/; ends with a NULL name. The build generates the C file
+ * that defines it (<build>/generated/tuning_defaults_data.c) with
+ * cmake/embed_tuning_defaults.cmake whenever a JSON file changes. */
 extern const sf_tune_default_file sf_tune_default_files[];
 
 /* All shipped files merged into one database. A file that does not parse is left out and

@@ -213,7 +213,7 @@ Test(tuning_lookup, empty_table_finds_nothing) {
   sf_tune_table_free(t);
 }
 
-/* tuning/defaults_data.c must hold exactly the JSON files of tuning/defaults/. */
+/* The generated tuning_defaults_data.c (cmake/embed_tuning_defaults.cmake) must hold exactly the JSON files of tuning/defaults/. */
 Test(tuning_lookup, embedded_defaults_match_their_files) {
   char listing[4096];
   snprintf(listing, sizeof listing, "ls %s/tuning/defaults/ 2>/dev/null | grep '\\.json$'", SCANFORGE_SOURCE_DIR);
@@ -234,14 +234,14 @@ Test(tuning_lookup, embedded_defaults_match_their_files) {
     const sf_tune_default_file *found = NULL;
     for (const sf_tune_default_file *d = sf_tune_default_files; d->name; d++)
       if (strcmp(d->name, name) == 0) found = d;
-    cr_assert(found, "%s is not embedded: regenerate tuning/defaults_data.c (tuning/defaults/README.md)", name);
+    cr_assert(found, "%s is not embedded: re-run cmake and rebuild", name);
     cr_expect(found->size == n && memcmp(found->text, text, n) == 0,
-              "%s differs from its embedded copy: regenerate tuning/defaults_data.c", name);
+              "%s differs from its embedded copy: rebuild", name);
   }
   pclose(ls);
   int embedded = 0;
   for (const sf_tune_default_file *d = sf_tune_default_files; d->name; d++) embedded++;
-  cr_expect_eq(embedded, files, "embedded files without a JSON file: regenerate tuning/defaults_data.c");
+  cr_expect_eq(embedded, files, "embedded files without a JSON file: re-run cmake and rebuild");
   sf_tune_db db;
   char *warning = NULL;
   cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);

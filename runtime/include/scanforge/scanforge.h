@@ -15,6 +15,10 @@
 extern "C" {
 #endif
 
+/* The library is compiled with hidden symbols; what this header declares is its API, so
+ * the shared library exports it. */
+#pragma GCC visibility push(default)
+
 /* One list generates the enum, the names and the fixed strings. */
 #define SF_STATUS_LIST(X)                                                        \
   X(SF_OK, "success")                                                            \
@@ -272,6 +276,8 @@ sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *lau
  * dA, dB, dC, dD and ddelta_bias are accumulated with atomics into buffers this call
  * first zeroes on the stream. */
 sf_status sf_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *args, const sf_launch *launch);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
