@@ -3,7 +3,7 @@
 # already there. The CUDA toolkit (nvcc headers, NVRTC) is expected at /usr/local/cuda.
 set -euo pipefail
 
-packages=(cmake make gcc pkg-config liblua5.4-dev libcriterion-dev libjansson-dev libxxhash-dev)
+packages=(cmake make gcc pkg-config liblua5.4-dev libcriterion-dev libjansson-dev libxxhash-dev libcairo2-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
