@@ -140,8 +140,8 @@ sf_status sf_cache_open(const sf_cache_options *opt, sf_cache **out) {
   atomic_init(&cache->warning_count, 0);
   atomic_init(&cache->last_stamp, 0);
   cache->no_disk = opt->memory_only;
+  cache->policy = sf_cache_policy_of(opt->shared, !opt->memory_only && trust_group_of(cache));
   if (!opt->memory_only) {
-    cache->policy = sf_cache_policy_of(opt->shared, trust_group_of(cache));
     const char *layers = opt->read_only_path ? opt->read_only_path : getenv("SCANFORGE_CACHE_PATH");
     if (sf_cache_layers_open(cache, layers) != SF_OK) {
       sf_cache_close(cache);

@@ -279,7 +279,7 @@ sf_status sf_cache_layer_info_of(const sf_cache *cache, size_t index, sf_cache_l
 /* Scans a searched layer's store. */
 static sf_status scan_layer(sf_cache *cache, size_t index, scan *s) {
   memset(s, 0, sizeof *s);
-  sf_cache_layer_info info;
+  sf_cache_layer_info info = {0};
   sf_status status = sf_cache_layer_info_of(cache, index, &info);
   if (status != SF_OK) return status;
   if (info.skipped) return sf_fail(SF_ECACHE, "%s", info.skipped);

@@ -33,8 +33,18 @@ static int files_in(const char *dir) {
   return atoi(out);
 }
 
+/* A scratch directory removed when the test's process exits. */
+static const char *scratch(void) {
+  static char path[256];
+  char *made = temp_dir_for_test("sf_cli_layers_");
+  cr_assert_not_null(made);
+  snprintf(path, sizeof path, "%s", made);
+  free(made);
+  return path;
+}
+
 Test(cache_layers_cli, warm_into_then_stat_ls_and_clear, .timeout = 300) {
-  char *base = temp_dir_for_test("sf_cli_layers_");
+  const char *base = scratch();
   char grid[4096], layer[4096], home[4096], sub[4200], command[16384], out[16384];
   snprintf(grid, sizeof grid, "%s/grid.txt", base);
   snprintf(layer, sizeof layer, "%s/opt/scanforge/kernels", base);
@@ -109,7 +119,7 @@ Test(cache_layers_cli, into_only_for_warm) {
 }
 
 Test(cache_layers_cli, warm_into_an_untrusted_directory_fails) {
-  char *base = temp_dir_for_test("sf_cli_layers_");
+  const char *base = scratch();
   char command[4096], out[8192];
   cr_assert_eq(chmod(base, 0777), 0);
   snprintf(command, sizeof command, "'%s' cache warm --arch sm_80 --into '%s' 2>&1",

@@ -67,8 +67,10 @@ static sf_cache_source get(sf_cache *c, const char *name, const char *text, char
 /* A layer at <base>/<name> holding key `name` -> `text`, filled as `cache warm --into`
  * does (shared modes, no layers read). */
 static char *make_layer(const char *base, const char *leaf, const char *name, const char *text) {
-  char *path = malloc(4096);
-  snprintf(path, 4096, "%s/%s", base, leaf);
+  static char paths[4][1024]; /* room for the layers of one test */
+  static int used;
+  char *path = paths[used++ % 4];
+  snprintf(path, sizeof paths[0], "%s/%s", base, leaf);
   sf_cache *c = open_with(path, "", true);
   cr_assert_null(sf_cache_warning(c), "%s", sf_cache_warning(c));
   char got[256];
@@ -116,6 +118,16 @@ static char *snapshot(const char *root) {
   snapshot_text[0] = '\0';
   cr_assert_eq(nftw(root, snapshot_one, 16, FTW_PHYS), 0);
   return strdup(snapshot_text);
+}
+
+/* A scratch directory removed when the test's process exits. */
+static const char *scratch(void) {
+  static char path[256];
+  char *made = temp_dir_for_test("sf_layers_");
+  cr_assert_not_null(made);
+  snprintf(path, sizeof path, "%s", made);
+  free(made);
+  return path;
 }
 
 static void require_root(void) {
@@ -169,7 +181,7 @@ static int serve_as_nobody(child_report *r, const char *layer, const char *home,
 
 Test(cache_layers, root_warmed_layer_serves_nobody_without_compiling, .timeout = 120) {
   require_root();
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   cr_assert_eq(chmod(base, 0755), 0); /* nobody must reach the layer inside */
   char layer[4096], home[4096];
   snprintf(layer, sizeof layer, "%s/opt/scanforge/kernels", base);
@@ -226,7 +238,7 @@ Test(cache_layers, root_warmed_layer_serves_nobody_without_compiling, .timeout =
 /* ---- the trust rule ------------------------------------------------------------------ */
 
 Test(cache_layers, group_writable_layer_skipped_unless_trusted) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "team", "k", "from the team");
   char home[4096], got[256];
   snprintf(home, sizeof home, "%s/home", base);
@@ -252,7 +264,7 @@ Test(cache_layers, group_writable_layer_skipped_unless_trusted) {
 }
 
 Test(cache_layers, group_writable_target_folder_skipped_once) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "team", "k", "from the team");
   char sub[4096], home[4096], got[256];
   snprintf(sub, sizeof sub, "%s/v1/sm_90", layer);
@@ -268,7 +280,7 @@ Test(cache_layers, group_writable_target_folder_skipped_once) {
 }
 
 Test(cache_layers, world_writable_layer_skipped_even_when_group_trusted) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "open", "k", "from anyone");
   char home[4096], got[256];
   snprintf(home, sizeof home, "%s/home", base);
@@ -283,7 +295,7 @@ Test(cache_layers, world_writable_layer_skipped_even_when_group_trusted) {
 
 Test(cache_layers, layer_of_another_user_skipped) {
   require_root();
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "theirs", "k", "from someone else");
   char home[4096], got[256];
   snprintf(home, sizeof home, "%s/home", base);
@@ -296,7 +308,7 @@ Test(cache_layers, layer_of_another_user_skipped) {
 }
 
 Test(cache_layers, missing_and_relative_layers_skipped_with_a_warning) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "real", "k", "from the real one");
   char list[8192], home[4096], empty[4096], got[256];
   snprintf(home, sizeof home, "%s/home", base);
@@ -323,7 +335,7 @@ Test(cache_layers, missing_and_relative_layers_skipped_with_a_warning) {
 /* ---- lookups --------------------------------------------------------------------------- */
 
 Test(cache_layers, first_layer_wins) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *a = make_layer(base, "a", "k", "from a");
   char *b = make_layer(base, "b", "k", "from b");
   make_layer(base, "home", "k", "from home"); /* the writable cache comes last */
@@ -346,7 +358,7 @@ Test(cache_layers, first_layer_wins) {
 }
 
 Test(cache_layers, read_when_the_writable_cache_is_refused) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "layer", "k", "from the layer");
   char home[4096], got[256];
   snprintf(home, sizeof home, "%s/home", base);
@@ -366,7 +378,7 @@ Test(cache_layers, read_when_the_writable_cache_is_refused) {
 }
 
 Test(cache_layers, damaged_layer_entry_passed_over_and_kept) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "layer", "k", "from the layer, soon damaged");
   char home[4096], bin[4096], hex[33], got[256];
   snprintf(home, sizeof home, "%s/home", base);
@@ -390,7 +402,7 @@ Test(cache_layers, damaged_layer_entry_passed_over_and_kept) {
 }
 
 Test(cache_layers, nothing_is_written_into_a_read_only_layer) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "layer", "hit", "from the layer");
   char home[4096], got[256];
   snprintf(home, sizeof home, "%s/home", base);
@@ -424,7 +436,7 @@ static int count_entry(void *user, const sf_cache_entry *e) {
 }
 
 Test(cache_layers, layers_are_listed_and_skipped_ones_refuse_listing) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char *layer = make_layer(base, "layer", "one", "1");
   sf_cache *fill = open_with(layer, "", true);
   char got[16], home[4096], list[8192];
@@ -443,7 +455,7 @@ Test(cache_layers, layers_are_listed_and_skipped_ones_refuse_listing) {
 }
 
 Test(cache_layers, bad_trust_group_value_is_a_warning) {
-  char *base = temp_dir_for_test("sf_layers_");
+  const char *base = scratch();
   char home[4096];
   snprintf(home, sizeof home, "%s/home", base);
   setenv("SCANFORGE_CACHE_TRUST_GROUP", "yes", 1);
