@@ -464,3 +464,43 @@ Test(cache_layers, bad_trust_group_value_is_a_warning) {
             all_warnings(c));
   sf_cache_close(c);
 }
+
+Test(cache_layers, group_writable_cache_shared_on_opt_in) {
+  const char *base = scratch();
+  char team[1024], got[64], path[1200], hex[33];
+  snprintf(team, sizeof team, "%s/team", base);
+  cr_assert_eq(mkdir(team, 0770), 0);
+  cr_assert_eq(chmod(team, 0770), 0);
+  setenv("SCANFORGE_CACHE_TRUST_GROUP", "1", 1);
+  sf_cache *c = open_with(team, "", false);
+  cr_assert_eq(sf_cache_warning_count(c), 0, "%s", all_warnings(c));
+  cr_assert_eq(get(c, "k", "for the team", got, sizeof got), SF_CACHE_BUILT);
+  sf_cache_close(c);
+  /* What it made, teammates can read and extend. */
+  sf_cache_key key = key_named("k");
+  sf_cache_key_hex(&key, hex);
+  struct stat st;
+  snprintf(path, sizeof path, "%s/v1/sm_90/%s.bin", team, hex);
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert_eq(st.st_mode & 0777, 0660);
+  snprintf(path, sizeof path, "%s/v1/sm_90", team);
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert_eq(st.st_mode & 0777, 0770);
+}
+
+Test(cache_layers, context_hands_out_every_warning) {
+  const char *base = scratch();
+  char list[1024], home[1024];
+  snprintf(list, sizeof list, "%s/one:%s/two", base, base);
+  snprintf(home, sizeof home, "%s/home", base);
+  setenv("SCANFORGE_CACHE_PATH", list, 1);
+  setenv("SCANFORGE_CACHE_DIR", home, 1);
+  sf_context *ctx;
+  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK);
+  cr_assert_eq(sf_context_warning_count(ctx), 2);
+  cr_assert_not_null(strstr(sf_context_warning_at(ctx, 0), "/one"));
+  cr_assert_not_null(strstr(sf_context_warning_at(ctx, 1), "/two"));
+  cr_assert_null(sf_context_warning_at(ctx, 2));
+  cr_assert_eq(sf_context_warning(ctx), sf_context_warning_at(ctx, 0));
+  sf_context_destroy(ctx);
+}
