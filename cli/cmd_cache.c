@@ -15,21 +15,28 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: scanforge cache stat|ls|prune|clear [--dir DIR] [--max-bytes N] [--verbose]\n"
-          "       scanforge cache warm --arch LIST [--grid default|FILE] [--jobs N] [--dir DIR]\n\n"
+          "       scanforge cache warm --arch LIST [--grid default|FILE] [--jobs N]\n"
+          "                            [--dir DIR | --into DIR]\n\n"
           "Looks after the disk cache of compiled kernels.\n"
-          "  stat    where the cache is, its entries and bytes, its budget\n"
-          "  ls      the entries, most recently used first: last use, size, target, key,\n"
-          "          and what they were built from (--verbose: the whole manifest)\n"
-          "  prune   removes least recently used entries until the cache fits its budget\n"
-          "          (or --max-bytes N), and what killed writers left behind\n"
-          "  clear   removes every entry\n"
+          "  stat    each read-only layer ($SCANFORGE_CACHE_PATH) and the writable cache:\n"
+          "          where, entries and bytes; the writable cache's budget\n"
+          "  ls      the entries of each layer, most recently used first: last use, size,\n"
+          "          target, key, and what they were built from (--verbose: the manifest)\n"
+          "  prune   removes least recently used entries until the writable cache fits its\n"
+          "          budget (or --max-bytes N), and what killed writers left behind\n"
+          "  clear   removes every entry of the writable cache (read-only layers are never\n"
+          "          pruned or cleared)\n"
           "  warm    compiles a variant grid for the architectures of --arch ahead of time\n"
           "          (no GPU needed): --grid default is `scanforge variants`; a FILE holds\n"
           "          one spec a line ('#' comments); --jobs N compile threads (default:\n"
           "          one per CPU). Example: scanforge cache warm --arch sm_80,sm_90\n\n"
           "options:\n"
-          "  --dir DIR        the cache directory (default: $SCANFORGE_CACHE_DIR, else\n"
-          "                   $XDG_CACHE_HOME/scanforge, else ~/.cache/scanforge)\n"
+          "  --dir DIR        the writable cache directory (default: $SCANFORGE_CACHE_DIR,\n"
+          "                   else $XDG_CACHE_HOME/scanforge, else ~/.cache/scanforge)\n"
+          "  --into DIR       warm: fill DIR as a read-only layer for others (created 0755,\n"
+          "                   entries 0644, no budget unless --max-bytes), e.g. in an image:\n"
+          "                   scanforge cache warm --arch sm_80,sm_90 --into /opt/scanforge/kernels\n"
+          "                   then serve with SCANFORGE_CACHE_PATH=/opt/scanforge/kernels\n"
           "  --max-bytes N    the budget: bytes, or with a K, M, G suffix (binary units);\n"
           "                   default $SCANFORGE_CACHE_MAX_BYTES, else 1G\n"
           "  -v, --verbose    ls: print each entry's manifest\n"
@@ -52,11 +59,29 @@ static const char *human(uint64_t bytes, char *buf, size_t cap) {
   return buf;
 }
 
+/* One line per read-only layer: where, and its entries or why it is skipped. */
+static void stat_layers(sf_cache *cache) {
+  for (size_t i = 0; i < sf_cache_layer_count(cache); i++) {
+    sf_cache_layer_info info;
+    sf_cache_stats st;
+    char a[32];
+    if (sf_cache_layer_info_of(cache, i, &info) != SF_OK) continue;
+    printf("layer %-4zu %s (read-only)", i + 1, info.dir);
+    if (info.skipped)
+      printf(": skipped (see the warning above)\n");
+    else if (sf_cache_layer_stat(cache, i, &st) != SF_OK)
+      printf(": unreadable: %s\n", sf_last_error());
+    else
+      printf(": %" PRIu64 " entries, %s\n", st.entries, human(st.bytes, a, sizeof a));
+  }
+}
+
 static int do_stat(sf_cache *cache) {
   sf_cache_stats st;
   if (sf_cache_stat(cache, &st) != SF_OK) return cli_fail("cache", "stat failed");
   char a[32], b[32];
-  printf("directory  %s\n", st.dir ? st.dir : "(none)");
+  stat_layers(cache);
+  printf("directory  %s%s\n", st.dir ? st.dir : "(none)", sf_cache_layer_count(cache) ? " (writable)" : "");
   printf("mode       %s\n", st.memory_only ? "memory only (nothing is kept on disk)" : "disk");
   if (!st.memory_only) {
     printf("entries    %" PRIu64 "\n", st.entries);
@@ -115,9 +140,37 @@ static void print_removed(const char *verb, const sf_cache_removed *r) {
   printf("\n");
 }
 
+/* ls over every layer: a heading per layer when there are read-only ones. */
+static int do_ls(sf_cache *cache, bool verbose, bool memory_only) {
+  size_t layers = sf_cache_layer_count(cache);
+  int rc = 0;
+  for (size_t i = 0; i < layers; i++) {
+    sf_cache_layer_info info;
+    if (sf_cache_layer_info_of(cache, i, &info) != SF_OK) continue;
+    printf("%s== layer %zu: %s (read-only) ==\n", i ? "\n" : "", i + 1, info.dir);
+    ls_state s = {verbose, 0};
+    if (info.skipped) printf("skipped (see the warning above)\n");
+    else if (sf_cache_layer_list(cache, i, print_entry, &s) != SF_OK) rc = cli_fail("cache", "ls failed");
+    else if (s.count == 0) printf("no entries\n");
+  }
+  sf_cache_stats st;
+  if (layers && sf_cache_stat(cache, &st) == SF_OK)
+    printf("\n== %s (writable) ==\n", st.dir ? st.dir : "(none)");
+  if (memory_only) {
+    /* The warning above said why; the layers, when there are some, were the point. */
+    fprintf(stderr, "scanforge cache ls: no writable disk cache to list\n");
+    return layers ? rc : 1;
+  }
+  ls_state s = {verbose, 0};
+  if (sf_cache_list(cache, print_entry, &s) != SF_OK) rc = cli_fail("cache", "ls failed");
+  else if (s.count == 0) printf("no entries\n");
+  return rc;
+}
+
 int cmd_cache(int argc, char **argv) {
   static const struct option options[] = {
       {"dir", required_argument, NULL, 'd'},
+      {"into", required_argument, NULL, 'i'},
       {"max-bytes", required_argument, NULL, 'm'},
       {"verbose", no_argument, NULL, 'v'},
       {"arch", required_argument, NULL, 'a'},
@@ -128,11 +181,12 @@ int cmd_cache(int argc, char **argv) {
   };
   sf_cache_options opt = {0};
   bool verbose = false;
-  const char *arch = NULL, *grid = "default";
+  const char *arch = NULL, *grid = "default", *into = NULL;
   int jobs = 0;
   for (int c; (c = getopt_long(argc, argv, "vh", options, NULL)) != -1;) {
     switch (c) {
     case 'd': opt.dir = optarg; break;
+    case 'i': into = optarg; break;
     case 'm':
       if (sf_cache_parse_bytes(optarg, &opt.max_bytes) != SF_OK || opt.max_bytes == 0) {
         fprintf(stderr, "scanforge cache: --max-bytes: expected a positive byte count such as "
@@ -167,6 +221,19 @@ int cmd_cache(int argc, char **argv) {
     return 2;
   }
 
+  if (into && (strcmp(action, "warm") != 0 || opt.dir)) {
+    fprintf(stderr, "scanforge cache: --into: only for warm, and not with --dir (got %s%s)\n",
+            action, opt.dir ? " --dir" : "");
+    return 2;
+  }
+  if (into) {
+    /* A layer others read: readable modes, nothing read from other layers (every entry
+     * must land in it), and no eviction of what it is being filled with. */
+    opt.dir = into;
+    opt.shared = true;
+    opt.read_only_path = "";
+    if (!opt.max_bytes) opt.max_bytes = UINT64_MAX;
+  }
   if (strcmp(action, "warm") == 0 && !arch) {
     fprintf(stderr, "scanforge cache warm: --arch is required, e.g. --arch sm_80,sm_90\n");
     return 2;
@@ -177,12 +244,15 @@ int cmd_cache(int argc, char **argv) {
   }
   sf_cache *cache;
   if (sf_cache_open(&opt, &cache) != SF_OK) return cli_fail("cache", "cannot open the cache");
-  if (sf_cache_warning(cache)) fprintf(stderr, "scanforge cache: warning: %s\n", sf_cache_warning(cache));
+  for (size_t i = 0; i < sf_cache_warning_count(cache); i++)
+    fprintf(stderr, "scanforge cache: warning: %s\n", sf_cache_warning_at(cache, i));
   int rc = 0;
   sf_cache_removed removed;
   sf_cache_stats st;
   if (sf_cache_stat(cache, &st) != SF_OK) {
     rc = cli_fail("cache", "cannot read the cache");
+  } else if (strcmp(action, "ls") == 0) {
+    rc = do_ls(cache, verbose, st.memory_only);
   } else if (st.memory_only && strcmp(action, "stat") != 0) {
     /* The warning above said why. */
     fprintf(stderr, "scanforge cache %s: no disk cache to work on\n", action);
@@ -191,10 +261,6 @@ int cmd_cache(int argc, char **argv) {
     rc = do_stat(cache);
   } else if (strcmp(action, "warm") == 0) {
     rc = cache_warm(cache, arch, grid, jobs);
-  } else if (strcmp(action, "ls") == 0) {
-    ls_state s = {verbose, 0};
-    if (sf_cache_list(cache, print_entry, &s) != SF_OK) rc = cli_fail("cache", "ls failed");
-    else if (s.count == 0) printf("no entries\n");
   } else if (strcmp(action, "prune") == 0) {
     if (sf_cache_prune(cache, st.max_bytes, &removed) != SF_OK)
       rc = cli_fail("cache", "prune failed");

@@ -29,22 +29,33 @@ const char *sf_cache_source_name(sf_cache_source source) {
 
 /* ---- warnings and stamps -------------------------------------------------------- */
 
-static void set_warning(sf_cache *cache, const char *text) {
-  char *copy = strdup(text);
-  char *expected = NULL;
-  if (copy && !atomic_compare_exchange_strong(&cache->warning, &expected, copy)) free(copy);
+void sf_cache_warn(sf_cache *cache, const char *text) {
+  pthread_mutex_lock(&cache->warning_lock);
+  size_t n = atomic_load(&cache->warning_count);
+  bool known = false;
+  for (size_t i = 0; i < n && !known; i++) known = strcmp(cache->warnings[i], text) == 0;
+  /* Past the last slot warnings are dropped: they are repeats of a few kinds by then. */
+  if (!known && n < SF_CACHE_WARNINGS_MAX && (cache->warnings[n] = strdup(text)))
+    atomic_store(&cache->warning_count, n + 1); /* after the slot: readers take no lock */
+  pthread_mutex_unlock(&cache->warning_lock);
 }
 
 void sf_cache_degrade(sf_cache *cache, const char *why) {
-  char text[4096];
+  char text[4096 + 64];
   snprintf(text, sizeof text, "kernel cache: %s; keeping kernels in memory only", why);
-  set_warning(cache, text);
+  sf_cache_warn(cache, text);
   atomic_store(&cache->memory_only, true);
 }
 
-const char *sf_cache_warning(const sf_cache *cache) {
-  return cache ? atomic_load(&((sf_cache *)cache)->warning) : NULL;
+size_t sf_cache_warning_count(const sf_cache *cache) {
+  return cache ? atomic_load(&((sf_cache *)cache)->warning_count) : 0;
 }
+
+const char *sf_cache_warning_at(const sf_cache *cache, size_t index) {
+  return index < sf_cache_warning_count(cache) ? cache->warnings[index] : NULL;
+}
+
+const char *sf_cache_warning(const sf_cache *cache) { return sf_cache_warning_at(cache, 0); }
 
 uint64_t sf_cache_next_stamp(sf_cache *cache) {
   struct timespec ts;
@@ -73,9 +84,28 @@ static void open_disk(sf_cache *cache, const char *dir) {
   }
   snprintf(cache->store, n, "%s/v1", cache->root);
   /* The root is vetted as well as v1: whoever can write the root can replace v1. */
-  if (sf_cache_dir_prepare(cache->root) != SF_OK || sf_cache_dir_prepare(cache->store) != SF_OK ||
-      sf_cache_dir_probe(cache->store) != SF_OK)
+  if (sf_cache_dir_prepare(cache->root, &cache->policy) != SF_OK ||
+      sf_cache_dir_prepare(cache->store, &cache->policy) != SF_OK)
     sf_cache_degrade(cache, sf_last_error());
+  else if (sf_cache_dir_probe(cache->store) != SF_OK) {
+    char why[4096];
+    snprintf(why, sizeof why, "%s%s", sf_last_error(),
+             cache->layers.count ? "" : " (a directory filled ahead of time to be read only "
+                                        "belongs in SCANFORGE_CACHE_PATH)");
+    sf_cache_degrade(cache, why);
+  }
+}
+
+/* $SCANFORGE_CACHE_TRUST_GROUP: "1" trusts group-writable cache directories. */
+static bool trust_group_of(sf_cache *cache) {
+  const char *env = getenv("SCANFORGE_CACHE_TRUST_GROUP");
+  if (!env || !env[0] || strcmp(env, "0") == 0) return false;
+  if (strcmp(env, "1") == 0) return true;
+  char text[512];
+  snprintf(text, sizeof text, "kernel cache: ignoring SCANFORGE_CACHE_TRUST_GROUP=%.64s "
+           "(expected 0 or 1); group-writable directories stay untrusted", env);
+  sf_cache_warn(cache, text);
+  return false;
 }
 
 static uint64_t budget_of(sf_cache *cache, uint64_t asked) {
@@ -87,7 +117,7 @@ static uint64_t budget_of(sf_cache *cache, uint64_t asked) {
   char text[512];
   snprintf(text, sizeof text, "kernel cache: ignoring SCANFORGE_CACHE_MAX_BYTES=%.64s (not a "
            "positive byte count); using 1 GiB", env);
-  set_warning(cache, text);
+  sf_cache_warn(cache, text);
   return DEFAULT_MAX_BYTES;
 }
 
@@ -105,10 +135,20 @@ sf_status sf_cache_open(const sf_cache_options *opt, sf_cache **out) {
   }
   pthread_mutex_init(&cache->mutex, NULL);
   pthread_cond_init(&cache->changed, NULL);
+  pthread_mutex_init(&cache->warning_lock, NULL);
   atomic_init(&cache->memory_only, opt->memory_only);
-  atomic_init(&cache->warning, NULL);
+  atomic_init(&cache->warning_count, 0);
   atomic_init(&cache->last_stamp, 0);
-  if (!opt->memory_only) open_disk(cache, opt->dir);
+  cache->no_disk = opt->memory_only;
+  cache->policy = sf_cache_policy_of(opt->shared, !opt->memory_only && trust_group_of(cache));
+  if (!opt->memory_only) {
+    const char *layers = opt->read_only_path ? opt->read_only_path : getenv("SCANFORGE_CACHE_PATH");
+    if (sf_cache_layers_open(cache, layers) != SF_OK) {
+      sf_cache_close(cache);
+      return sf_fail(SF_ENOMEM, "out of memory opening the kernel cache");
+    }
+    open_disk(cache, opt->dir);
+  }
   cache->max_bytes = budget_of(cache, opt->max_bytes);
   *out = cache;
   return SF_OK;
@@ -127,7 +167,9 @@ void sf_cache_close(sf_cache *cache) {
   free(cache->buckets);
   pthread_cond_destroy(&cache->changed);
   pthread_mutex_destroy(&cache->mutex);
-  free(atomic_load(&cache->warning));
+  for (size_t i = 0; i < atomic_load(&cache->warning_count); i++) free(cache->warnings[i]);
+  pthread_mutex_destroy(&cache->warning_lock);
+  sf_cache_layers_close(&cache->layers);
   free(cache->store);
   free(cache->root);
   free(cache);
@@ -247,10 +289,17 @@ static sf_status build_only(const request *r, void **data, size_t *size, sf_cach
   return s;
 }
 
-/* The disk path of a key missing from memory: load; else lock, load again (someone may
- * have built it meanwhile), build and publish. */
+/* The disk path of a key missing from memory: the read-only layers; else load; else lock,
+ * load again (someone may have built it meanwhile), build and publish. */
 static sf_status fetch(sf_cache *cache, const request *r, void **data, size_t *size,
                        sf_cache_source *where) {
+  if (!cache->no_disk) {
+    /* Read even when the writable cache is refused: that is what the layers are for. */
+    sf_entry_state layer = sf_cache_layers_load(cache, r->subdir, r->key, data, size);
+    *where = SF_CACHE_FROM_DISK;
+    if (layer == SF_ENTRY_OK) return SF_OK;
+    if (layer == SF_ENTRY_NOMEM) return sf_fail(SF_ENOMEM, "out of memory reading the kernel cache");
+  }
   if (atomic_load(&cache->memory_only)) return build_only(r, data, size, where);
   char hex[33], dir[4096], bin[4096], json[4096], lock[4096];
   sf_cache_key_hex(r->key, hex);
@@ -263,7 +312,7 @@ static sf_status fetch(sf_cache *cache, const request *r, void **data, size_t *s
   }
 
   /* Vetted before anything in it is read: a file there becomes code in this process. */
-  if (sf_cache_dir_prepare(dir) != SF_OK) {
+  if (sf_cache_dir_prepare(dir, &cache->policy) != SF_OK) {
     sf_cache_degrade(cache, sf_last_error());
     return build_only(r, data, size, where);
   }
@@ -273,7 +322,7 @@ static sf_status fetch(sf_cache *cache, const request *r, void **data, size_t *s
   if (st == SF_ENTRY_NOMEM) return sf_fail(SF_ENOMEM, "out of memory reading %s", bin);
 
   int fd;
-  if (sf_key_lock_take(lock, true, &fd) != SF_KEY_LOCK_HELD) {
+  if (sf_key_lock_take(lock, true, cache->policy.lock_mode, &fd) != SF_KEY_LOCK_HELD) {
     sf_cache_degrade(cache, sf_last_error());
     return build_only(r, data, size, where);
   }
@@ -293,7 +342,7 @@ static sf_status fetch(sf_cache *cache, const request *r, void **data, size_t *s
   sf_status s = run_build(r, &inputs, data, size);
   if (s == SF_OK) {
     if (sf_entry_publish(dir, r->subdir, r->key, *data, *size, inputs,
-                         sf_cache_next_stamp(cache)) != SF_OK)
+                         sf_cache_next_stamp(cache), cache->policy.file_mode) != SF_OK)
       sf_cache_degrade(cache, sf_last_error()); /* the bytes are good: serve them */
     json_decref(inputs);
   }

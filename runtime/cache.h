@@ -43,22 +43,34 @@ char *sf_cache_manifest_of(const sf_cache_input *inputs, size_t count);
 /* ---- opening ---------------------------------------------------------------------- */
 
 typedef struct sf_cache_options {
-  /* NULL: $SCANFORGE_CACHE_DIR, else $XDG_CACHE_HOME/scanforge, else ~/.cache/scanforge */
+  /* The writable cache. NULL: $SCANFORGE_CACHE_DIR, else $XDG_CACHE_HOME/scanforge,
+   * else ~/.cache/scanforge */
   const char *dir;
-  bool memory_only;   /* never touch the disk */
+  /* Read-only layers searched, in order, before `dir`: a colon-separated list of
+   * directories. NULL: $SCANFORGE_CACHE_PATH; "": none. */
+  const char *read_only_path;
+  bool memory_only;   /* never touch the disk (read-only layers included) */
+  bool shared;        /* `dir` is a layer others will read (cache warm --into): new
+                         directories 0755 and files 0644 instead of 0700 and 0600 */
   uint64_t max_bytes; /* disk budget; 0: $SCANFORGE_CACHE_MAX_BYTES, else 1 GiB */
 } sf_cache_options;
 
-/* Opens the cache (opt may be NULL for the defaults). A directory that cannot be
- * created or written, or that another user could write (group/other-writable, or not
- * owned by this user), is not an error: the cache runs memory-only and says why in
- * sf_cache_warning. Fails only with SF_ENOMEM. */
+/* Opens the cache (opt may be NULL for the defaults). Directories are trusted when
+ * owned by this user or by root and writable by no one else (group-writable too with
+ * $SCANFORGE_CACHE_TRUST_GROUP=1). A writable directory that cannot be created or
+ * written, or is not trusted, is not an error: the cache runs memory-only (still reading
+ * the read-only layers) and says why in its warnings; an untrusted or missing read-only
+ * layer is skipped with a warning. Fails only with SF_ENOMEM. */
 sf_status sf_cache_open(const sf_cache_options *opt, sf_cache **out);
 /* Frees the cache and every buffer it handed out. NULL is a no-op. */
 void sf_cache_close(sf_cache *cache);
-/* The warning for the user (why the cache went memory-only, ...), or NULL. The library
- * never prints it; the caller shows it once. */
+/* The first warning for the user (why the cache went memory-only, a skipped layer, ...),
+ * or NULL. The library never prints; the caller shows each warning once. */
 const char *sf_cache_warning(const sf_cache *cache);
+/* Every warning so far, oldest first: each text once, valid until sf_cache_close. New
+ * ones may come later (a disk that fails while writing, a damaged layer entry). */
+size_t sf_cache_warning_count(const sf_cache *cache);
+const char *sf_cache_warning_at(const sf_cache *cache, size_t index);
 
 /* ---- getting a binary ------------------------------------------------------------- */
 
@@ -68,13 +80,15 @@ typedef sf_status (*sf_cache_build_fn)(void *user, void **data, size_t *size);
 
 typedef enum sf_cache_source {
   SF_CACHE_FROM_MEMORY = 0, /* this process had it: no file was touched */
-  SF_CACHE_FROM_DISK = 1,   /* read from disk, checksum verified */
+  SF_CACHE_FROM_DISK = 1,   /* read from disk (a read-only layer or the writable cache),
+                               checksum verified */
   SF_CACHE_BUILT = 2        /* the callback ran (and the result was published) */
 } sf_cache_source;
 
 const char *sf_cache_source_name(sf_cache_source source);
 
-/* Returns the bytes of `key`: from memory, else from <subdir> on disk (verified), else
+/* Returns the bytes of `key`: from memory, else from <subdir> of the first read-only
+ * layer that has it, else from <subdir> of the writable cache (each verified), else
  * from `build`, which then runs once across all threads and processes sharing the
  * directory. `subdir` is a plain name such as "sm_90"; `manifest_json` is a JSON object
  * (see sf_cache_manifest_of) stored beside the entry. *data stays valid until
@@ -115,6 +129,24 @@ typedef struct sf_cache_removed {
   uint64_t entries, bytes; /* removed */
   uint64_t busy;           /* skipped: being built by someone right now */
 } sf_cache_removed;
+
+/* ---- read-only layers ------------------------------------------------------------
+ * stat, list, prune and clear above work on the writable cache; read-only layers are
+ * only looked at, through these. */
+
+typedef struct sf_cache_layer_info {
+  const char *dir;     /* as listed in $SCANFORGE_CACHE_PATH (owned by the cache) */
+  const char *skipped; /* NULL: searched; else the warning saying why not */
+} sf_cache_layer_info;
+
+/* How many read-only layers were listed (skipped ones included), in search order. */
+size_t sf_cache_layer_count(const sf_cache *cache);
+sf_status sf_cache_layer_info_of(const sf_cache *cache, size_t index, sf_cache_layer_info *out);
+/* The entries and bytes of layer `index` (dir, entries, bytes; the rest zero). SF_ECACHE
+ * for a skipped layer. */
+sf_status sf_cache_layer_stat(sf_cache *cache, size_t index, sf_cache_stats *out);
+/* Its entries, as sf_cache_list; nothing is written (no stamp is refreshed). */
+sf_status sf_cache_layer_list(sf_cache *cache, size_t index, sf_cache_list_fn fn, void *user);
 
 /* Removes least recently used entries until the disk holds at most max_bytes. `out`
  * may be NULL. */

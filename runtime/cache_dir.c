@@ -44,8 +44,24 @@ char *sf_cache_default_dir(void) {
   return join(home, "/.cache/scanforge");
 }
 
-/* mkdir -p: each missing component is created private to this user. */
-static sf_status make_dirs(const char *path) {
+sf_cache_policy sf_cache_policy_of(bool shared, bool trust_group) {
+  sf_cache_policy p = {.trust_group = trust_group, .dir_mode = 0700, .file_mode = 0600,
+                       .lock_mode = 0600};
+  if (shared) {
+    p.dir_mode = 0755;
+    p.file_mode = 0644;
+  }
+  if (trust_group) {
+    p.dir_mode |= 0070;
+    p.file_mode |= 0060;
+    p.lock_mode |= 0060;
+  }
+  return p;
+}
+
+/* mkdir -p: each missing component is created with `mode`, whatever the umask (a layer
+ * built under umask 077 would otherwise be unreadable by the users it is for). */
+static sf_status make_dirs(const char *path, mode_t mode) {
   size_t n = strlen(path);
   char *p = malloc(n + 1);
   if (!p) return sf_fail(SF_ENOMEM, "out of memory");
@@ -54,7 +70,11 @@ static sf_status make_dirs(const char *path) {
     if (p[i] != '/' && p[i] != '\0') continue;
     char saved = p[i];
     p[i] = '\0';
-    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+    if (mkdir(p, mode) == 0) {
+      struct stat made; /* keeps a setgid bit inherited from a team directory */
+      if (stat(p, &made) == 0 && (made.st_mode & 0777) != mode)
+        chmod(p, (made.st_mode & 07000) | mode);
+    } else if (errno != EEXIST) {
       sf_status s = sf_fail(SF_ECACHE, "cannot create %s: %s", p, strerror(errno));
       free(p);
       return s;
@@ -65,27 +85,48 @@ static sf_status make_dirs(const char *path) {
   return SF_OK;
 }
 
-sf_status sf_cache_dir_prepare(const char *path) {
+static sf_status vet(const char *path, const struct stat *st, bool trust_group) {
+  if (!S_ISDIR(st->st_mode)) return sf_fail(SF_ECACHE, "%s is not a directory", path);
+  /* Root may write anything anyway: trusting its directories adds no one. */
+  if (st->st_uid != geteuid() && st->st_uid != 0)
+    return sf_fail(SF_ECACHE,
+                   "%s is owned by uid %u, neither this user (uid %u) nor root: refusing to "
+                   "load binaries someone else could have written",
+                   path, (unsigned)st->st_uid, (unsigned)geteuid());
+  if (st->st_mode & S_IWOTH)
+    return sf_fail(SF_ECACHE,
+                   "%s is writable by group or others (mode %04o, writable by everyone): "
+                   "refusing to load binaries someone else could have written",
+                   path, (unsigned)(st->st_mode & 07777));
+  if ((st->st_mode & S_IWGRP) && !trust_group)
+    return sf_fail(SF_ECACHE,
+                   "%s is writable by group or others (mode %04o): refusing to load binaries "
+                   "someone else could have written (SCANFORGE_CACHE_TRUST_GROUP=1 trusts "
+                   "its group, gid %u)",
+                   path, (unsigned)(st->st_mode & 07777), (unsigned)st->st_gid);
+  return SF_OK;
+}
+
+sf_status sf_cache_dir_check(const char *path, bool trust_group, bool *missing) {
+  struct stat st;
+  if (missing) *missing = false;
+  if (stat(path, &st) != 0) {
+    if (missing) *missing = errno == ENOENT;
+    return sf_fail(SF_ECACHE, "cannot use %s: %s", path, strerror(errno));
+  }
+  return vet(path, &st, trust_group);
+}
+
+sf_status sf_cache_dir_prepare(const char *path, const sf_cache_policy *policy) {
   struct stat st;
   /* One stat when it exists: this runs before every disk load. */
   if (stat(path, &st) != 0) {
-    sf_status s = make_dirs(path);
+    sf_status s = make_dirs(path, policy->dir_mode);
     if (s != SF_OK) return s;
     if (stat(path, &st) != 0)
       return sf_fail(SF_ECACHE, "cannot use %s: %s", path, strerror(errno));
   }
-  if (!S_ISDIR(st.st_mode)) return sf_fail(SF_ECACHE, "%s is not a directory", path);
-  if (st.st_uid != geteuid())
-    return sf_fail(SF_ECACHE,
-                   "%s is owned by uid %u, not by this user (uid %u): refusing to load "
-                   "binaries someone else could have written",
-                   path, (unsigned)st.st_uid, (unsigned)geteuid());
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return sf_fail(SF_ECACHE,
-                   "%s is writable by group or others (mode %04o): refusing to load "
-                   "binaries someone else could have written",
-                   path, (unsigned)(st.st_mode & 07777));
-  return SF_OK;
+  return vet(path, &st, policy->trust_group);
 }
 
 sf_status sf_cache_dir_probe(const char *path) {

@@ -113,22 +113,18 @@ static sf_status scan_subdir(scan *s, const char *store, const char *subdir) {
   return status;
 }
 
-/* Reads every subdir of the store into s (freed by the caller). */
-static sf_status scan_store(sf_cache *cache, scan *s) {
+/* Reads every subdir of a store (<dir>/v1) into s (freed by the caller). */
+static sf_status scan_store_at(const char *store, scan *s) {
   memset(s, 0, sizeof *s);
-  if (atomic_load(&cache->memory_only) || !cache->store)
-    return sf_fail(SF_ECACHE, "the kernel cache is memory-only%s%s",
-                   sf_cache_warning(cache) ? ": " : "",
-                   sf_cache_warning(cache) ? sf_cache_warning(cache) : "");
-  DIR *d = opendir(cache->store);
-  if (!d) return sf_fail(SF_ECACHE, "cannot read %s: %s", cache->store, strerror(errno));
+  DIR *d = opendir(store);
+  if (!d) return sf_fail(SF_ECACHE, "cannot read %s: %s", store, strerror(errno));
   sf_status status = SF_OK;
   for (struct dirent *de; status == SF_OK && (de = readdir(d));) {
     struct stat st;
     if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
         !S_ISDIR(st.st_mode))
       continue;
-    status = scan_subdir(s, cache->store, de->d_name);
+    status = scan_subdir(s, store, de->d_name);
   }
   closedir(d);
   if (status != SF_OK) {
@@ -136,6 +132,16 @@ static sf_status scan_store(sf_cache *cache, scan *s) {
     s->items = NULL;
   }
   return status;
+}
+
+/* The writable cache's store. */
+static sf_status scan_store(sf_cache *cache, scan *s) {
+  memset(s, 0, sizeof *s);
+  if (atomic_load(&cache->memory_only) || !cache->store)
+    return sf_fail(SF_ECACHE, "the kernel cache is memory-only%s%s",
+                   sf_cache_warning(cache) ? ": " : "",
+                   sf_cache_warning(cache) ? sf_cache_warning(cache) : "");
+  return scan_store_at(cache->store, s);
 }
 
 static uint64_t stamp_of(const item *it) { return it->header_ok ? it->header.last_use_ns : 0; }
@@ -158,7 +164,7 @@ static void remove_item(sf_cache *cache, const item *it, bool all, sf_cache_remo
   snprintf(dir, sizeof dir, "%s/%s", cache->store, it->subdir);
   if (!sf_entry_path(lock, sizeof lock, dir, it->hex, SF_FILE_LOCK)) return;
   int fd;
-  sf_key_lock_result r = sf_key_lock_take(lock, false, &fd);
+  sf_key_lock_result r = sf_key_lock_take(lock, false, cache->policy.lock_mode, &fd);
   if (r == SF_KEY_LOCK_BUSY) removed->busy++;
   if (r != SF_KEY_LOCK_HELD) return;
   if (!all && !has(it, SF_FILE_BIN) && sf_entry_path(path, sizeof path, dir, it->hex, SF_FILE_BIN) &&
@@ -224,16 +230,13 @@ static char *read_manifest(const char *store, const item *it) {
   return text;
 }
 
-sf_status sf_cache_list(sf_cache *cache, sf_cache_list_fn fn, void *user) {
-  if (!cache || !fn) return sf_fail(SF_EINVAL, "sf_cache_list: cache and fn must not be NULL");
-  scan s;
-  sf_status status = scan_store(cache, &s);
-  if (status != SF_OK) return status;
+/* Calls fn for each entry of a scanned store, most recent first; frees the scan. */
+static void list_scanned(const char *store, scan s, sf_cache_list_fn fn, void *user) {
   if (s.count > 1) qsort(s.items, s.count, sizeof *s.items, by_recent); /* items is NULL when empty */
   for (size_t i = 0; i < s.count; i++) {
     const item *it = &s.items[i];
     if (!has(it, SF_FILE_BIN)) continue;
-    char *manifest = read_manifest(cache->store, it);
+    char *manifest = read_manifest(store, it);
     sf_cache_entry e = {
         .subdir = it->subdir,
         .key_hex = it->hex,
@@ -248,6 +251,61 @@ sf_status sf_cache_list(sf_cache *cache, sf_cache_list_fn fn, void *user) {
     if (stop) break;
   }
   free(s.items);
+}
+
+sf_status sf_cache_list(sf_cache *cache, sf_cache_list_fn fn, void *user) {
+  if (!cache || !fn) return sf_fail(SF_EINVAL, "sf_cache_list: cache and fn must not be NULL");
+  scan s;
+  sf_status status = scan_store(cache, &s);
+  if (status != SF_OK) return status;
+  list_scanned(cache->store, s, fn, user);
+  return SF_OK;
+}
+
+/* ---- read-only layers: looked at, never changed ------------------------------------ */
+
+size_t sf_cache_layer_count(const sf_cache *cache) { return cache ? cache->layers.count : 0; }
+
+sf_status sf_cache_layer_info_of(const sf_cache *cache, size_t index, sf_cache_layer_info *out) {
+  if (!cache || !out) return sf_fail(SF_EINVAL, "sf_cache_layer_info_of: cache and out must not be NULL");
+  if (index >= cache->layers.count)
+    return sf_fail(SF_EINVAL, "layer index: expected 0..%zu, got %zu",
+                   cache->layers.count ? cache->layers.count - 1 : 0, index);
+  out->dir = cache->layers.items[index].root;
+  out->skipped = cache->layers.items[index].skipped;
+  return SF_OK;
+}
+
+/* Scans a searched layer's store. */
+static sf_status scan_layer(sf_cache *cache, size_t index, scan *s) {
+  memset(s, 0, sizeof *s);
+  sf_cache_layer_info info = {0};
+  sf_status status = sf_cache_layer_info_of(cache, index, &info);
+  if (status != SF_OK) return status;
+  if (info.skipped) return sf_fail(SF_ECACHE, "%s", info.skipped);
+  return scan_store_at(cache->layers.items[index].store, s);
+}
+
+sf_status sf_cache_layer_stat(sf_cache *cache, size_t index, sf_cache_stats *out) {
+  if (!out) return sf_fail(SF_EINVAL, "sf_cache_layer_stat: out must not be NULL");
+  memset(out, 0, sizeof *out);
+  scan s;
+  sf_status status = scan_layer(cache, index, &s);
+  if (status != SF_OK) return status;
+  out->dir = cache->layers.items[index].root;
+  for (size_t i = 0; i < s.count; i++)
+    if (has(&s.items[i], SF_FILE_BIN)) out->entries++;
+  out->bytes = total_bytes(&s);
+  free(s.items);
+  return SF_OK;
+}
+
+sf_status sf_cache_layer_list(sf_cache *cache, size_t index, sf_cache_list_fn fn, void *user) {
+  if (!fn) return sf_fail(SF_EINVAL, "sf_cache_layer_list: fn must not be NULL");
+  scan s;
+  sf_status status = scan_layer(cache, index, &s);
+  if (status != SF_OK) return status;
+  list_scanned(cache->layers.items[index].store, s, fn, user);
   return SF_OK;
 }
 

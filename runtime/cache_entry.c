@@ -119,9 +119,9 @@ bool sf_entry_read_header(const char *bin_path, sf_entry_header *out) {
 sf_entry_state sf_entry_load(const char *bin_path, const sf_cache_key *key, uint64_t stamp,
                              void **data, size_t *size) {
   /* Read-write so that the hit can refresh the recency stamp; read-only will do. */
-  int fd = open(bin_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  int fd = stamp ? open(bin_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
   bool writable = fd >= 0;
-  if (fd < 0 && errno != ENOENT) fd = open(bin_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && (!stamp || errno != ENOENT)) fd = open(bin_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return errno == ENOENT ? SF_ENTRY_MISSING : SF_ENTRY_CORRUPT;
 
   sf_entry_state state = SF_ENTRY_CORRUPT;
@@ -163,10 +163,11 @@ done:
 
 /* Writes the parts to tmp_path, flushes them to the disk and renames over path. */
 static sf_status write_atomically(const char *tmp_path, const char *path, const void *a,
-                                  size_t a_size, const void *b, size_t b_size) {
-  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+                                  size_t a_size, const void *b, size_t b_size, mode_t mode) {
+  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return sf_fail(SF_EIO, "cannot create %s: %s", tmp_path, strerror(errno));
-  bool ok = write_all(fd, a, a_size) && write_all(fd, b, b_size) && fsync(fd) == 0;
+  bool ok = fchmod(fd, mode) == 0 && write_all(fd, a, a_size) && write_all(fd, b, b_size) &&
+            fsync(fd) == 0;
   int err = errno;
   if (close(fd) != 0 && ok) {
     ok = false;
@@ -215,7 +216,8 @@ static sf_status sync_directory(const char *dir) {
 }
 
 sf_status sf_entry_publish(const char *dir, const char *subdir, const sf_cache_key *key,
-                           const void *data, size_t size, json_t *inputs, uint64_t stamp) {
+                           const void *data, size_t size, json_t *inputs, uint64_t stamp,
+                           mode_t mode) {
   char hex[33];
   sf_cache_key_hex(key, hex);
   char bin[4096], bin_tmp[4096], json[4096], json_tmp[4096];
@@ -233,9 +235,9 @@ sf_status sf_entry_publish(const char *dir, const char *subdir, const sf_cache_k
   char *text = manifest_text(subdir, key, size, h.checksum, inputs);
   if (!text) return sf_fail(SF_ENOMEM, "out of memory writing the cache manifest");
   /* The manifest goes first: the .bin's arrival is what makes the entry visible. */
-  sf_status status = write_atomically(json_tmp, json, text, strlen(text), "\n", 1);
+  sf_status status = write_atomically(json_tmp, json, text, strlen(text), "\n", 1, mode);
   free(text);
-  if (status == SF_OK) status = write_atomically(bin_tmp, bin, raw, sizeof raw, data, size);
+  if (status == SF_OK) status = write_atomically(bin_tmp, bin, raw, sizeof raw, data, size, mode);
   if (status == SF_OK) status = sync_directory(dir);
   return status;
 }

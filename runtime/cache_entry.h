@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -37,7 +38,7 @@ typedef enum sf_entry_state {
 
 /* Reads the binary at bin_path and verifies it against `key` and its checksum. On
  * SF_ENTRY_OK *data is malloc'ed and, when stamp is nonzero, the entry's last use is
- * set to it. */
+ * set to it; with stamp 0 the file is only opened for reading (a read-only layer). */
 sf_entry_state sf_entry_load(const char *bin_path, const sf_cache_key *key, uint64_t stamp,
                              void **data, size_t *size);
 /* Reads only the header (for listing and eviction); false when it is not well formed. */
@@ -45,9 +46,11 @@ bool sf_entry_read_header(const char *bin_path, sf_entry_header *out);
 
 /* Writes <dir>/<hex>.json (the manifest, wrapping `inputs`) and then <dir>/<hex>.bin,
  * each through a temp file, fsync and rename, so a reader sees a whole entry or none.
- * The caller holds the key's lock: the temp names are fixed per key. */
+ * Both get `mode` whatever the umask. The caller holds the key's lock: the temp names
+ * are fixed per key. */
 sf_status sf_entry_publish(const char *dir, const char *subdir, const sf_cache_key *key,
-                           const void *data, size_t size, json_t *inputs, uint64_t stamp);
+                           const void *data, size_t size, json_t *inputs, uint64_t stamp,
+                           mode_t mode);
 
 /* The names of an entry's files inside its directory. */
 typedef enum sf_entry_file {

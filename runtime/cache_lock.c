@@ -14,9 +14,9 @@
  * then wake up holding a file no longer at `path`; it sees that the inode at `path`
  * differs from its own and tries again. So at any time at most one process holds the
  * lock file that `path` names. */
-sf_key_lock_result sf_key_lock_take(const char *path, bool wait, int *fd_out) {
+sf_key_lock_result sf_key_lock_take(const char *path, bool wait, mode_t mode, int *fd_out) {
   for (;;) {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0) {
       sf_fail(SF_ECACHE, "cannot open lock file %s: %s", path, strerror(errno));
       return SF_KEY_LOCK_FAILED;

@@ -1,6 +1,7 @@
 /* compile.c: the compile stage: source text -> cubin or PTX with NVRTC, plus ptxas's report. */
 #include "runtime/compile.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +247,10 @@ static sf_status read_output(const sf_nvrtc_api *api, nvrtcProgram program, sf_b
   return SF_OK;
 }
 
+static atomic_ulong compile_count;
+
+unsigned long sf_compile_count(void) { return atomic_load(&compile_count); }
+
 sf_status sf_compile(const char *source, const char *source_name, int arch, bool want_ptx,
                      sf_binary *out) {
   if (!out) return sf_fail(SF_EINVAL, "sf_compile: out is NULL");
@@ -265,6 +270,7 @@ sf_status sf_compile(const char *source, const char *source_name, int arch, bool
   nvrtcProgram program;
   nvrtcResult result = api->CreateProgram(&program, source, name, 0, NULL, NULL);
   if (result != NVRTC_SUCCESS) return nvrtc_fail(api, result, "nvrtcCreateProgram");
+  atomic_fetch_add(&compile_count, 1);
   double start = now_ms();
   result = api->CompileProgram(program, 1 + FIXED_OPTION_COUNT, options);
   double elapsed = now_ms() - start;

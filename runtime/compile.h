@@ -31,6 +31,9 @@ typedef struct sf_binary {
  * absent, SF_ENOMEM. */
 sf_status sf_compile(const char *source, const char *source_name, int arch, bool want_ptx,
                      sf_binary *out);
+/* How many times this process has run nvrtcCompileProgram (tests read it to tell a
+ * cache hit from a compile). */
+unsigned long sf_compile_count(void);
 /* Frees what *b owns and zeroes it; NULL or a zeroed binary is fine. */
 void sf_binary_free(sf_binary *b);
 

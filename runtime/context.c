@@ -58,3 +58,11 @@ void sf_context_destroy(sf_context *ctx) {
 const char *sf_context_warning(const sf_context *ctx) {
   return ctx ? sf_cache_warning(ctx->cache) : NULL;
 }
+
+size_t sf_context_warning_count(const sf_context *ctx) {
+  return ctx ? sf_cache_warning_count(ctx->cache) : 0;
+}
+
+const char *sf_context_warning_at(const sf_context *ctx, size_t index) {
+  return ctx ? sf_cache_warning_at(ctx->cache, index) : NULL;
+}

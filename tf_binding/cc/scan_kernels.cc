@@ -1,11 +1,14 @@
 // scan_kernels.cc: CPU and GPU kernels of MambaSelectiveScan(Grad), calling scanforge's sf_scan_fwd/sf_scan_bwd.
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "scanforge/scanforge.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/platform/logging.h"
 #include "tensorflow/core/util/determinism.h"
 #include "tf_binding/cc/dtypes.h"
 #include "tf_binding/cc/scan_shapes.h"
@@ -54,6 +57,21 @@ absl::Status SharedContext(sf_context** out) {
     return absl::InternalError(absl::StrCat("sf_context_create: ", shared->error));
   *out = shared->ctx;
   return absl::OkStatus();
+}
+
+// Logs each of the kernel cache's warnings (memory-only fallback, a skipped read-only
+// layer, a damaged entry) once per process through TensorFlow's log: the library never
+// prints, and unheard, a refused cache means every serving process recompiles its kernels.
+// Called after every library call, since some warnings only arise as kernels load.
+void ReportCacheWarnings(const sf_context* sf) {
+  static std::mutex mu;
+  static std::atomic<size_t> reported{0};
+  const size_t count = sf_context_warning_count(sf);
+  if (count <= reported.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t i = reported.load(std::memory_order_relaxed); i < count; i++)
+    LOG(WARNING) << "scanforge: " << sf_context_warning_at(sf, i);
+  reported.store(count, std::memory_order_release);
 }
 
 PartialShape ShapeOf(const Tensor& t) {
@@ -160,7 +178,9 @@ class ScanForwardOp : public ScanKernelBase {
     OP_REQUIRES_OK(ctx, SharedContext(&sf));
     Placement<kGpu> where;
     OP_REQUIRES_OK(ctx, where.Init(ctx));
-    OP_REQUIRES_OK(ctx, FromSf(sf_scan_fwd(sf, &args, &where.launch), "sf_scan_fwd"));
+    const sf_status st = sf_scan_fwd(sf, &args, &where.launch);
+    ReportCacheWarnings(sf);
+    OP_REQUIRES_OK(ctx, FromSf(st, "sf_scan_fwd"));
   }
 };
 
@@ -211,7 +231,9 @@ class ScanGradOp : public ScanKernelBase {
     OP_REQUIRES_OK(ctx, SharedContext(&sf));
     Placement<kGpu> where;
     OP_REQUIRES_OK(ctx, where.Init(ctx));
-    OP_REQUIRES_OK(ctx, FromSf(sf_scan_bwd(sf, &args, &where.launch), "sf_scan_bwd"));
+    const sf_status st = sf_scan_bwd(sf, &args, &where.launch);
+    ReportCacheWarnings(sf);
+    OP_REQUIRES_OK(ctx, FromSf(st, "sf_scan_bwd"));
   }
 
  private:

@@ -200,8 +200,15 @@ typedef struct sf_context_options {
 sf_status sf_context_create(const sf_context_options *options, sf_context **out);
 /* Frees the context and unloads its kernels. NULL is a no-op. */
 void sf_context_destroy(sf_context *ctx);
-/* Something the user should hear once (e.g. the cache went memory-only), or NULL. */
+/* Something the user should hear once (e.g. the cache went memory-only), or NULL: the
+ * first of the warnings below. */
 const char *sf_context_warning(const sf_context *ctx);
+/* Every warning of the context's kernel cache so far, oldest first, each text once
+ * (memory-only fallback, a skipped read-only layer, ...); more may come as kernels load.
+ * A caller that shows warnings remembers how many it showed. Valid until the context is
+ * destroyed; NULL past the count. */
+size_t sf_context_warning_count(const sf_context *ctx);
+const char *sf_context_warning_at(const sf_context *ctx, size_t index);
 
 /* Where and how a call runs. */
 typedef struct sf_launch {
