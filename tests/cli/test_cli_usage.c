@@ -201,6 +201,29 @@ Test(cli_usage, template_dir_is_named_or_refused) {
   free(dir);
 }
 
+Test(cli_usage, check_on_a_gpu_names_the_template, .timeout = 120) {
+  /* The pretend driver (tests/fake_cuda/) stands in for a GPU: the numbers are not
+   * checked, only that the kernel's template and where it came from are said. */
+  char *dir = temp_dir_for_test("sf_cli_usage_");
+  char env[1400];
+  copy_template(dir, "scan_fwd_states.tpl", NULL, NULL);
+  snprintf(env, sizeof env, "SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' SCANFORGE_TEMPLATE_DIR='%s' ",
+           SCANFORGE_FAKE_CUDA_PATH, dir, dir);
+  char *out;
+  run_env(env, "check --device gpu --shape 1,64,100,16", &out);
+  cr_expect_not_null(strstr(out, "device       gpu: Fake GPU"), "%s", out);
+  char expected[700];
+  snprintf(expected, sizeof expected, "template     scan_fwd_states.tpl (from %s)", dir);
+  cr_expect_not_null(strstr(out, expected), "no '%s' in:\n%s", expected, out);
+  free(out);
+  snprintf(env, sizeof env, "SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ", SCANFORGE_FAKE_CUDA_PATH, dir);
+  run_env(env, "check --device gpu --shape 1,64,100,16 --backward", &out);
+  cr_expect_not_null(strstr(out, "template     scan_bwd"), "%s", out);
+  cr_expect_not_null(strstr(out, ".tpl (built-in)"), "%s", out);
+  free(out);
+  free(dir);
+}
+
 Test(cli_usage, compile_error_names_the_template_line) {
   char *dir = temp_dir_for_test("sf_cli_usage_");
   long line = copy_template(dir, "scan_fwd.tpl", "extern \"C\" __global__", "  not_declared_in_cli_45 += 1;");
