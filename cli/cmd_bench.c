@@ -750,6 +750,17 @@ static int parse(int argc, char **argv, bench_options *o) {
     }
   }
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  /* A spec the parser refuses is bad usage, found before anything runs; whether its
+   * values fit a row is known per row. */
+  const char *specs[][2] = {{"--spec", launch_spec}, {"--bwd-spec", launch_bwd_spec}};
+  for (int i = 0; i < 2; i++) {
+    sf_variant v = sf_variant_default();
+    if (specs[i][1] && sf_variant_apply(specs[i][1], &v) != SF_OK) {
+      char text[1024];
+      snprintf(text, sizeof text, "%s: %s", specs[i][0], sf_last_error());
+      return usage_error("%s", text);
+    }
+  }
   if (forward_only && backward_only)
     return usage_error("--forward-only and --backward-only: %s", "give one of them (neither times both)");
   o->forward = !backward_only;
@@ -944,6 +955,7 @@ int cmd_bench(int argc, char **argv) {
   } else {
     status = default_rows(o.dtypes, o.ndtypes, &rows);
   }
+  if (status < 0 && cli_note_template_dir("bench") != CLI_OK) status = CLI_FAILED;
   if (status < 0) {
     char why[512];
     if (!cli_gpu_available(why, sizeof why)) {

@@ -21,7 +21,9 @@ static void usage(FILE *out) {
           "  stat    each read-only layer ($SCANFORGE_CACHE_PATH) and the writable cache:\n"
           "          where, entries and bytes; the writable cache's budget\n"
           "  ls      the entries of each layer, most recently used first: last use, size,\n"
-          "          target, key, and what they were built from (--verbose: the manifest)\n"
+          "          target, key, and what they were built from (--verbose: the manifest);\n"
+          "          entries built from SCANFORGE_TEMPLATE_DIR's templates say\n"
+          "          [experimental templates]\n"
           "  prune   removes least recently used entries until the writable cache fits its\n"
           "          budget (or --max-bytes N), and what killed writers left behind\n"
           "  clear   removes every entry of the writable cache (read-only layers are never\n"
@@ -99,8 +101,17 @@ static void summary(const char *manifest, char *buf, size_t cap) {
   const char *name;
   json_t *value;
   size_t used = 0;
+  /* Entries built while SCANFORGE_TEMPLATE_DIR was set say so first (older manifests
+   * have no template_dir: built-in templates). */
+  json_t *template_dir = json_object_get(inputs, "template_dir");
+  if (template_dir)
+    used = (size_t)snprintf(buf, cap, "[experimental templates: %s]",
+                            json_is_string(template_dir) ? json_string_value(template_dir) : "(a long path)");
+  if (used >= cap) used = cap - 1;
   json_object_foreach(inputs, name, value) {
-    if (!json_is_string(value) || strcmp(name, "target") == 0) continue;
+    if (!json_is_string(value) || strcmp(name, "target") == 0 || strcmp(name, "templates") == 0 ||
+        strcmp(name, "template_dir") == 0)
+      continue;
     int n = snprintf(buf + used, cap - used, "%s%s=%s", used ? " " : "", name,
                      json_string_value(value));
     if (n < 0 || (size_t)n >= cap - used) break;
@@ -241,6 +252,7 @@ int cmd_cache(int argc, char **argv) {
   if (strcmp(action, "warm") == 0) {
     int rc = cache_warm_check_arch(arch);
     if (rc) return rc;
+    if (cli_note_template_dir("cache warm") != CLI_OK) return CLI_FAILED;
   }
   sf_cache *cache;
   if (sf_cache_open(&opt, &cache) != SF_OK) return cli_fail("cache", "cannot open the cache");

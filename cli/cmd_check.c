@@ -7,6 +7,8 @@
 
 #include "cli/commands.h"
 #include "cli/scan_common.h"
+#include "generator/generator.h"
+#include "generator/template_set.h"
 #include "runtime/check.h"
 #include "runtime/kernels.h"
 #include "scanforge/scanforge.h"
@@ -29,6 +31,10 @@ static void usage(FILE *out) {
           "with NaN first) and every gradient the call has (du, ddelta, dz, dA, dB, dC, dD,\n"
           "ddelta_bias, dh0) is compared with the float64 backward. Bar: 1e-4 for fp32, 1e-2\n"
           "for fp16 and bf16.\n"
+          "\n"
+          "On the GPU it names the template the kernel is generated from and where it was\n"
+          "read (SCANFORGE_TEMPLATE_DIR=dir reads templates from dir, for experiments); the\n"
+          "CPU path uses no template.\n"
           "\n"
           "  --shape BATCH,DIM,L,N  the call's shape; N (d_state) is 1..256; required\n"
           "  --groups G             groups of variable B and C; divides DIM (default 1)\n"
@@ -175,6 +181,11 @@ static int parse(int argc, char **argv, check_options *o) {
     sf_variant v;
     sf_status st = o->backward ? cli_check_bwd_variant(s, o->spec, &v) : cli_check_variant(s, o->spec, &v);
     if (st != SF_OK) return usage_error("--spec: %s", sf_last_error());
+    char *source = NULL; /* a value the template refuses is as bad as one the parser does */
+    size_t length;
+    st = sf_generate(&v, &source, &length);
+    free(source);
+    if (st == SF_EINVAL) return usage_error("--spec: %s", sf_last_error());
   }
   return -1;
 }
@@ -195,6 +206,9 @@ static bool load_kernel(sf_context *ctx, const check_options *o) {
     cli_fail("check", "cannot load the kernel");
     return false;
   }
+  char template_text[4200];
+  cli_describe_template(sf_template_of(&v), template_text, sizeof template_text);
+  printf("template     %s\n", template_text);
   printf("kernel       %s in %.1f ms (%d registers)\n", cli_origin_text(origin), cli_now_ms() - t0,
          kernel->registers);
   if (o->backward) { /* the backward's variant is not in its result: say it here */
@@ -282,6 +296,10 @@ int cmd_check(int argc, char **argv) {
   cli_describe_shape(&o.shape, text, sizeof text);
   printf("shape        %s\n", text);
   printf("seed         %llu\n", o.seed);
+  if (on_gpu && cli_note_template_dir("check") != CLI_OK) return CLI_FAILED;
+  if (!on_gpu)
+    printf("template     none: the CPU path uses no template%s\n",
+           sf_template_dir() ? " (SCANFORGE_TEMPLATE_DIR is not read)" : "");
 
   sf_context *ctx = NULL;
   if (sf_context_create(NULL, &ctx) != SF_OK) return cli_fail("check", "cannot create a context");

@@ -1,4 +1,5 @@
 /* cmd_compile.c: scanforge compile: a variant (or a CUDA file) -> cubin or PTX, and its resource report. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,8 @@ static void usage(FILE *out) {
           "the binary's size, registers, spills, shared memory, stack and compile time.\n"
           "\n"
           "  SPEC               variant spec; omitted keys take their defaults\n"
-          "  -a, --arch ARCH    target GPU: sm_75, sm_90, ... (or just 90); required\n"
+          "  -a, --arch ARCH    target GPU: sm_75, sm_90, ... (or just 90) for a cubin;\n"
+          "                     compute_90, ... for PTX (as --ptx); required\n"
           "  -o, --output FILE  write the cubin (or PTX) to FILE; default: no file, report only\n"
           "      --ptx          emit PTX for compute_XY instead of a cubin\n"
           "      --source FILE  compile this CUDA file instead of generating SPEC ('-': stdin)\n"
@@ -31,8 +33,14 @@ static void usage(FILE *out) {
           "  scanforge compile op=fwd,dstate=16,dtype=bf16 --arch sm_90 -o scan_fwd.cubin\n"
           "  scanforge gen op=fwd,dstate=16 > k.cu && scanforge compile --source k.cu --arch sm_80\n"
           "\n"
+          "Generated sources carry #line directives, so NVRTC's messages name the template\n"
+          "file and line (templates/scan_fwd.tpl(36): error ...), and the source lines in\n"
+          "error are quoted under those names. SCANFORGE_TEMPLATE_DIR=dir reads the templates\n"
+          "from dir (files it lacks come from the built-in set).\n"
+          "\n"
           "exit status: 0 compiled, 1 failed (the NVRTC log and the source lines in error go\n"
-          "to stderr), 2 bad usage.\n");
+          "to stderr), 2 bad usage: options, a SPEC the parser or a template refuses, a\n"
+          "--source file that cannot be read.\n");
 }
 
 static int usage_error(const char *what, const char *detail) {
@@ -40,12 +48,16 @@ static int usage_error(const char *what, const char *detail) {
   return 2;
 }
 
-/* "sm_90", "compute_90" or "90" -> 90; 0 when it is none of those. */
-static int parse_arch(const char *text) {
-  if (strncmp(text, "sm_", 3) == 0)
+/* "sm_90", "compute_90" or "90" -> 90 (*virtual_arch set for compute_90: PTX); 0 when
+ * it is none of those. */
+static int parse_arch(const char *text, int *virtual_arch) {
+  *virtual_arch = 0;
+  if (strncmp(text, "sm_", 3) == 0) {
     text += 3;
-  else if (strncmp(text, "compute_", 8) == 0)
+  } else if (strncmp(text, "compute_", 8) == 0) {
     text += 8;
+    *virtual_arch = 1;
+  }
   char *end;
   long arch = strtol(text, &end, 10);
   return (*text && !*end && arch > 0 && arch < 10000) ? (int)arch : 0;
@@ -94,20 +106,23 @@ static char *read_text(const char *path) {
   return text;
 }
 
-/* The variant's generated source, or NULL with the reason already printed. */
-static char *generate(const char *spec, sf_variant *variant, char *canonical, size_t capacity) {
+/* The variant's generated source into *source; returns the exit status (the reason
+ * printed): a SPEC that the parser or the template refuses is bad usage. */
+static int generate(const char *spec, sf_variant *variant, char *canonical, size_t capacity, char **source) {
+  *source = NULL;
   if (sf_variant_parse(spec, variant) != SF_OK || sf_variant_validate(variant) != SF_OK) {
     cli_fail("compile", "bad variant");
-    return NULL;
+    return CLI_USAGE;
   }
   sf_variant_format(variant, canonical, capacity);
-  char *source = NULL;
+  if (cli_note_template_dir("compile") != CLI_OK) return CLI_FAILED;
   size_t length;
-  if (sf_generate(variant, &source, &length) != SF_OK) {
-    cli_fail("compile", "cannot generate the source");
-    return NULL;
+  sf_status st = sf_generate(variant, source, &length);
+  if (st != SF_OK) {
+    cli_fail("compile", st == SF_EINVAL ? "bad variant" : "cannot generate the source");
+    return st == SF_EINVAL ? CLI_USAGE : CLI_FAILED;
   }
-  return source;
+  return CLI_OK;
 }
 
 static int write_binary(const char *path, const sf_binary *b) {
@@ -132,8 +147,9 @@ static void print_bytes_field(const char *name, int value) {
     printf("%-10s unknown\n", name);
 }
 
-static void report(const char *what, const sf_binary *b, const char *output) {
+static void report(const char *what, const char *template_text, const sf_binary *b, const char *output) {
   printf("%-10s %s\n", "compiled", what);
+  if (template_text) printf("%-10s %s\n", "template", template_text);
   printf("%-10s %s_%d\n", "arch", b->is_ptx ? "compute" : "sm", b->arch);
   printf("%-10s %zu bytes of %s%s%s\n", "size", b->size, b->is_ptx ? "PTX" : "cubin",
          output ? " -> " : "", output ? output : "");
@@ -182,25 +198,28 @@ int cmd_compile(int argc, char **argv) {
   if (!spec && !source_path) return usage_error("missing SPEC (or --source FILE)", "");
   if (spec && source_path) return usage_error("give a SPEC or --source, not both", "");
   if (!arch_text) return usage_error("missing --arch (e.g. --arch sm_90; --list-archs lists them)", "");
-  int arch = parse_arch(arch_text);
-  if (!arch) return usage_error("--arch expects sm_XY, e.g. sm_90", "");
+  int virtual_arch;
+  int arch = parse_arch(arch_text, &virtual_arch);
+  if (!arch) return usage_error("--arch expects sm_XY (a cubin) or compute_XY (PTX), e.g. sm_90, got ", arch_text);
+  if (virtual_arch) want_ptx = 1; /* compute_XY is a virtual architecture: only PTX exists for it */
 
-  char what[1024];
+  char what[1024], template_text[4200] = "";
   char *source;
   const char *source_name;
   if (source_path) {
     source = read_text(source_path);
     if (!source) {
-      perror(source_path);
-      return 1;
+      fprintf(stderr, "scanforge compile: --source: cannot read '%s': %s\n", source_path, strerror(errno));
+      return CLI_USAGE;
     }
     source_name = strcmp(source_path, "-") == 0 ? "stdin.cu" : source_path;
     snprintf(what, sizeof what, "%s", source_name);
   } else {
     sf_variant variant;
-    source = generate(spec, &variant, what, sizeof what);
-    if (!source) return 1;
+    int rc = generate(spec, &variant, what, sizeof what, &source);
+    if (rc != CLI_OK) return rc;
     source_name = variant.op == SF_OP_FWD ? "scan_fwd.cu" : "scan_bwd.cu";
+    cli_describe_template(sf_template_of(&variant), template_text, sizeof template_text);
   }
 
   sf_binary binary;
@@ -210,7 +229,7 @@ int cmd_compile(int argc, char **argv) {
   if (show_log || strstr(binary.log, "warning"))
     fprintf(stderr, "%s", binary.log); /* warnings matter to a template author */
   int ok = !output || write_binary(output, &binary);
-  if (ok) report(what, &binary, output);
+  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output);
   sf_binary_free(&binary);
   return ok ? 0 : 1;
 }

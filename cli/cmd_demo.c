@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/scan_common.h"
+#include "generator/generator.h"
 #include "runtime/cache.h"
 #include "runtime/check.h"
 #include "runtime/compile.h"
@@ -33,9 +34,11 @@ static void usage(FILE *out) {
           "  --device gpu|cpu   where to run; default: gpu when a CUDA GPU is found, else cpu\n"
           "  -h, --help         this text\n"
           "\n"
-          "environment: SCANFORGE_CACHE_DIR (kernel cache location)\n"
-          "exit status: 0 every check passed, 1 a check failed or something could not run,\n"
-          "2 bad usage.\n");
+          "environment: SCANFORGE_CACHE_DIR (kernel cache location), SCANFORGE_TEMPLATE_DIR\n"
+          "(read templates from a directory: the kernels come from its templates; the CPU\n"
+          "path uses none)\n"
+          "exit status: 0 every call passed, 1 a call failed (its compile or check; the last\n"
+          "line counts the calls that failed) or something could not run, 2 bad usage.\n");
 }
 
 typedef struct demo_call {
@@ -58,10 +61,11 @@ static const demo_call calls[] = {
 enum { CALLS = sizeof calls / sizeof calls[0] };
 static const uint64_t DEMO_SEED = 2026;
 
-/* Where this run's kernels came from. */
+/* Where this run's kernels came from, and how many calls failed: a call counts once,
+ * however many of its compiles or checks fail. */
 typedef struct tally {
   int compiled, cached;
-  int checks_failed, errors;
+  int failed_calls;
 } tally;
 
 static void print_header(int index, const demo_call *call, const sf_check_shape *shape) {
@@ -70,50 +74,50 @@ static void print_header(int index, const demo_call *call, const sf_check_shape 
   printf("\n[%d/%d] %s\n      shape    %s\n", index + 1, CALLS, call->title, text);
 }
 
-static void print_result(const sf_check_result *r, double seconds, tally *t) {
+/* Prints a check's result; false when it failed. */
+static bool print_result(const sf_check_result *r, double seconds) {
   cli_print_check(r, "      ");
   printf("      %s (check took %.2f s)\n", r->passed ? "PASS" : "FAIL", seconds);
-  t->checks_failed += !r->passed;
+  return r->passed;
 }
 
-static void call_failed(const char *what, tally *t) {
+/* Prints what went wrong; returns false, for `return call_failed(...)`. */
+static bool call_failed(const char *what) {
   cli_fail("demo", what);
-  t->errors++;
+  return false;
 }
 
-static void run_gpu(sf_context *ctx, tally *t) {
-  for (int i = 0; i < CALLS; i++) {
-    const sf_check_shape *shape = &calls[i].shape;
-    print_header(i, &calls[i], shape);
-    sf_variant v;
-    char spec[512];
-    if (cli_check_variant(shape, NULL, &v) != SF_OK) {
-      call_failed("no variant for this call", t);
-      continue;
-    }
-    sf_variant_format(&v, spec, sizeof spec);
-    printf("      variant  %s\n", spec);
-    const sf_kernel *kernel;
-    sf_kernel_origin origin;
-    double t0 = cli_now_ms();
-    if (sf_kernel_for_variant(ctx, &v, &kernel, &origin) != SF_OK) {
-      call_failed("cannot get the kernel", t);
-      continue;
-    }
-    printf("      kernel   %s in %.1f ms (%d registers, %d bytes spilled)\n", cli_origin_text(origin),
-           cli_now_ms() - t0, kernel->registers, kernel->local_bytes);
-    if (origin == SF_KERNEL_COMPILED)
-      t->compiled++;
-    else
-      t->cached++;
-    sf_check_result r;
-    t0 = cli_now_ms();
-    if (sf_check_fwd(ctx, shape, &(sf_launch){0}, DEMO_SEED + (uint64_t)i, &r) != SF_OK) {
-      call_failed("the check could not run", t);
-      continue;
-    }
-    print_result(&r, (cli_now_ms() - t0) / 1e3, t);
-  }
+/* The call's variant, printed; false (the reason printed) when there is none. */
+static bool call_variant(const sf_check_shape *shape, sf_variant *v) {
+  if (cli_check_variant(shape, NULL, v) != SF_OK) return call_failed("no variant for this call");
+  char spec[512];
+  sf_variant_format(v, spec, sizeof spec);
+  printf("      variant  %s\n", spec);
+  printf("      template %s\n", sf_template_of(v));
+  return true;
+}
+
+/* One call on the GPU; false when anything of it failed. */
+static bool run_gpu_call(sf_context *ctx, int i, tally *t) {
+  const sf_check_shape *shape = &calls[i].shape;
+  print_header(i, &calls[i], shape);
+  sf_variant v;
+  if (!call_variant(shape, &v)) return false;
+  const sf_kernel *kernel;
+  sf_kernel_origin origin;
+  double t0 = cli_now_ms();
+  if (sf_kernel_for_variant(ctx, &v, &kernel, &origin) != SF_OK) return call_failed("cannot get the kernel");
+  printf("      kernel   %s in %.1f ms (%d registers, %d bytes spilled)\n", cli_origin_text(origin),
+         cli_now_ms() - t0, kernel->registers, kernel->local_bytes);
+  if (origin == SF_KERNEL_COMPILED)
+    t->compiled++;
+  else
+    t->cached++;
+  sf_check_result r;
+  t0 = cli_now_ms();
+  if (sf_check_fwd(ctx, shape, &(sf_launch){0}, DEMO_SEED + (uint64_t)i, &r) != SF_OK)
+    return call_failed("the check could not run");
+  return print_result(&r, (cli_now_ms() - t0) / 1e3);
 }
 
 /* NVRTC's support for an arch (it may be too new or too old for this toolkit). */
@@ -125,59 +129,59 @@ static bool nvrtc_has_arch(int arch) {
   return false;
 }
 
-static void run_cpu(sf_context *ctx, tally *t) {
+/* One call without a GPU: its kernels compiled for sm_80 and sm_90 (while NVRTC is
+ * there: *can_compile), then the CPU path checked; false when anything of it failed. */
+static bool run_cpu_call(sf_context *ctx, int i, bool *can_compile, tally *t) {
   static const int archs[] = {80, 90};
+  sf_check_shape shape = calls[i].shape;
+  print_header(i, &calls[i], &shape);
+  sf_variant v;
+  if (!call_variant(&shape, &v)) return false;
+  bool ok = true;
+  for (size_t a = 0; a < sizeof archs / sizeof archs[0] && *can_compile; a++) {
+    if (!nvrtc_has_arch(archs[a])) {
+      printf("      sm_%d    skipped: this NVRTC cannot compile for it\n", archs[a]);
+      continue;
+    }
+    const void *data;
+    size_t size;
+    sf_cache_source where;
+    double t0 = cli_now_ms();
+    sf_status st = sf_variant_binary(ctx->cache, (sf_target){.arch = archs[a]}, &v, &data, &size, &where);
+    double ms = cli_now_ms() - t0;
+    if (st == SF_EUNSUPPORTED) { /* no NVRTC: the CPU path still runs */
+      printf("      kernels  not compiled: %s\n", sf_last_error());
+      *can_compile = false;
+    } else if (st != SF_OK) {
+      ok = call_failed("compilation failed");
+    } else {
+      printf("      sm_%d    %-26s %7zu bytes %8.1f ms\n", archs[a],
+             where == SF_CACHE_BUILT ? "compiled by NVRTC" : where == SF_CACHE_FROM_DISK
+                 ? "read from the disk cache" : "in memory already", size, ms);
+      if (where == SF_CACHE_BUILT)
+        t->compiled++;
+      else
+        t->cached++;
+    }
+  }
+  if (calls[i].cpu_batch) { /* the float64 reference runs on one core: keep it short */
+    shape.batch = calls[i].cpu_batch;
+    shape.dim = calls[i].cpu_dim;
+    printf("      cpu      run at batch %lld, dim %lld: the host's float64 reference is slow\n",
+           (long long)shape.batch, (long long)shape.dim);
+  }
+  sf_check_result r;
+  double t0 = cli_now_ms();
+  if (sf_check_fwd(ctx, &shape, &(sf_launch){.on_host = true}, DEMO_SEED + (uint64_t)i, &r) != SF_OK)
+    return call_failed("the check could not run");
+  return print_result(&r, (cli_now_ms() - t0) / 1e3) && ok;
+}
+
+static void run_all(sf_context *ctx, bool on_gpu, tally *t) {
   bool can_compile = true;
   for (int i = 0; i < CALLS; i++) {
-    sf_check_shape shape = calls[i].shape;
-    print_header(i, &calls[i], &shape);
-    sf_variant v;
-    char spec[512];
-    if (cli_check_variant(&shape, NULL, &v) != SF_OK) {
-      call_failed("no variant for this call", t);
-      continue;
-    }
-    sf_variant_format(&v, spec, sizeof spec);
-    printf("      variant  %s\n", spec);
-    for (size_t a = 0; a < sizeof archs / sizeof archs[0] && can_compile; a++) {
-      if (!nvrtc_has_arch(archs[a])) {
-        printf("      sm_%d    skipped: this NVRTC cannot compile for it\n", archs[a]);
-        continue;
-      }
-      const void *data;
-      size_t size;
-      sf_cache_source where;
-      double t0 = cli_now_ms();
-      sf_status st = sf_variant_binary(ctx->cache, (sf_target){.arch = archs[a]}, &v, &data, &size, &where);
-      double ms = cli_now_ms() - t0;
-      if (st == SF_EUNSUPPORTED) { /* no NVRTC: the CPU path still runs */
-        printf("      kernels  not compiled: %s\n", sf_last_error());
-        can_compile = false;
-      } else if (st != SF_OK) {
-        call_failed("compilation failed", t);
-      } else {
-        printf("      sm_%d    %-26s %7zu bytes %8.1f ms\n", archs[a],
-               where == SF_CACHE_BUILT ? "compiled by NVRTC" : where == SF_CACHE_FROM_DISK
-                   ? "read from the disk cache" : "in memory already", size, ms);
-        if (where == SF_CACHE_BUILT)
-          t->compiled++;
-        else
-          t->cached++;
-      }
-    }
-    if (calls[i].cpu_batch) { /* the float64 reference runs on one core: keep it short */
-      shape.batch = calls[i].cpu_batch;
-      shape.dim = calls[i].cpu_dim;
-      printf("      cpu      run at batch %lld, dim %lld: the host's float64 reference is slow\n",
-             (long long)shape.batch, (long long)shape.dim);
-    }
-    sf_check_result r;
-    double t0 = cli_now_ms();
-    if (sf_check_fwd(ctx, &shape, &(sf_launch){.on_host = true}, DEMO_SEED + (uint64_t)i, &r) != SF_OK) {
-      call_failed("the check could not run", t);
-      continue;
-    }
-    print_result(&r, (cli_now_ms() - t0) / 1e3, t);
+    bool ok = on_gpu ? run_gpu_call(ctx, i, t) : run_cpu_call(ctx, i, &can_compile, t);
+    t->failed_calls += !ok;
   }
 }
 
@@ -213,6 +217,7 @@ int cmd_demo(int argc, char **argv) {
     fprintf(stderr, "scanforge demo: --device gpu: no CUDA GPU: %s\n", why);
     return 1;
   }
+  if (cli_note_template_dir("demo") != CLI_OK) return CLI_FAILED;
   sf_context *ctx;
   if (sf_context_create(NULL, &ctx) != SF_OK) return cli_fail("demo", "cannot create a context");
   const char *warning = sf_context_warning(ctx);
@@ -240,14 +245,11 @@ int cmd_demo(int argc, char **argv) {
     printf("cache    %s%s\n", stats.dir ? stats.dir : "(none)", stats.memory_only ? " (memory only this run)" : "");
 
   tally t = {0};
-  if (on_gpu)
-    run_gpu(ctx, &t);
-  else
-    run_cpu(ctx, &t);
+  run_all(ctx, on_gpu, &t);
 
   printf("\nkernels: %d compiled, %d from cache%s\n", t.compiled, t.cached,
          t.compiled && !(stats.memory_only) ? " (run the demo again: they now come from the cache)" : "");
-  int failed = t.checks_failed + t.errors;
+  const int failed = t.failed_calls;
   if (failed)
     printf("%d of %d calls FAILED\n", failed, CALLS);
   else

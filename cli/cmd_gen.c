@@ -10,13 +10,21 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: scanforge gen SPEC [-o FILE]\n\n"
           "Generates the CUDA source of the variant SPEC (a comma-separated key=value list;\n"
-          "omitted keys take their defaults) and writes it to standard output or FILE.\n\n"
+          "omitted keys take their defaults) and writes it to standard output or FILE. The\n"
+          "source starts with comments naming the canonical spec and the template it comes\n"
+          "from (op=fwd: scan_fwd.tpl with split=time, scan_fwd_states.tpl with split=state;\n"
+          "op=bwd: scan_bwd.tpl, scan_bwd_states.tpl); #line directives name the template\n"
+          "file and line of each part, so compiler messages point at templates.\n\n"
           "  -o, --output FILE   write the source to FILE instead of standard output\n\n"
-          "keys: op (fwd|bwd), dstate (1..256), dtype (fp32|fp16|bf16), threads (power of\n"
-          "two), items, channels, z, D, delta_bias, softplus (0|1), B, C (var|fixed)\n"
-          "example: scanforge gen dstate=16,dtype=bf16,threads=32,items=8,z=1,D=1\n"
+          "keys (docs/variants.md says what each means and which values go together):\n"
+          "  op (fwd|bwd), split (time|state), dstate (1..256), dtype (fp32|fp16|bf16),\n"
+          "  threads (power of two), items, channels, states, minblocks, z, D, delta_bias,\n"
+          "  softplus, deterministic (0|1), B, C (var|fixed)\n"
+          "example: scanforge gen op=fwd,split=state,dstate=16,dtype=bf16,threads=4,items=16,channels=16\n\n"
           "SCANFORGE_TEMPLATE_DIR=dir reads the templates from dir (files it lacks come\n"
-          "from the built-in set).\n");
+          "from the built-in set); a dir that does not exist is an error.\n"
+          "exit status: 0 written, 1 generation or writing failed, 2 bad usage or a SPEC\n"
+          "that the parser or the template refuses.\n");
 }
 
 int cmd_gen(int argc, char **argv) {
@@ -35,10 +43,19 @@ int cmd_gen(int argc, char **argv) {
     return 2;
   }
   sf_variant variant;
-  if (sf_variant_parse(argv[optind], &variant) != SF_OK) return cli_fail("gen", "bad variant");
+  if (sf_variant_parse(argv[optind], &variant) != SF_OK || sf_variant_validate(&variant) != SF_OK) {
+    cli_fail("gen", "bad variant");
+    return CLI_USAGE;
+  }
+  if (cli_note_template_dir("gen") != CLI_OK) return CLI_FAILED;
   char *source;
   size_t length;
-  if (sf_generate(&variant, &source, &length) != SF_OK) return cli_fail("gen", "generation failed");
+  sf_status st = sf_generate(&variant, &source, &length);
+  if (st == SF_EINVAL) { /* the template refuses a key's value: a bad SPEC */
+    cli_fail("gen", "bad variant");
+    return CLI_USAGE;
+  }
+  if (st != SF_OK) return cli_fail("gen", "generation failed");
   FILE *out = output ? fopen(output, "wb") : stdout;
   if (!out) {
     perror(output);

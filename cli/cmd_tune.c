@@ -267,6 +267,7 @@ static void on_sigint(int sig) {
 }
 
 static int run_tune(const tune_cli *o, const char *db_path, const sf_tune_request *requests, int count) {
+  if (cli_note_template_dir("tune") != CLI_OK) return CLI_FAILED;
   char why[512];
   if (!cli_gpu_available(why, sizeof why)) {
     fprintf(stderr, "scanforge tune: needs a CUDA GPU, and none can be used here: %s\n", why);

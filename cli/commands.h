@@ -2,8 +2,16 @@
 #ifndef SCANFORGE_CLI_COMMANDS_H
 #define SCANFORGE_CLI_COMMANDS_H
 
-/* Each returns the process exit status: 0 on success, 1 on failure, 2 on bad usage.
+#include <stddef.h>
+
+/* Each returns the process exit status, one rule for every command:
+ *   0  it did what was asked (checks passed, files written, ...);
+ *   1  it failed: a check failed, a compile or generation failed, no GPU, a bad
+ *      environment variable, an I/O error;
+ *   2  bad usage: an unknown option, a missing or malformed value, a bad SPEC argument
+ *      (one the parser or a template refuses), an input file that cannot be read.
  * argv[0] is the subcommand's name; getopt_long parses the rest. */
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 typedef int (*sf_command_fn)(int argc, char **argv);
 
 typedef struct sf_command {
@@ -25,5 +33,13 @@ int cmd_tune(int argc, char **argv);
 int cli_fail(const char *command, const char *what);
 /* True when argv holds -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
+
+/* For commands that generate kernels: checks SCANFORGE_TEMPLATE_DIR and, when it is set,
+ * says on stderr that its templates are in use. Returns 0, or 1 (the error printed) when
+ * it names no directory. */
+int cli_note_template_dir(const char *command);
+/* "scan_fwd.tpl (built-in)", "scan_fwd.tpl (from DIR)" or "scan_fwd.tpl (built-in: DIR
+ * has no scan_fwd.tpl)": a variant's template and where it is read from. */
+void cli_describe_template(const char *name, char *buf, size_t cap);
 
 #endif

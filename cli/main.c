@@ -1,16 +1,22 @@
 /* main.c: the scanforge command-line tool: dispatches to one subcommand. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "generator/template_set.h"
 #include "scanforge/scanforge.h"
+
+#ifndef SCANFORGE_VERSION
+#error "SCANFORGE_VERSION (the CMake project version) must be defined"
+#endif
 
 static const sf_command commands[] = {
     {"variants", "print the default variant grid, one spec a line", cmd_variants},
     {"gen", "generate the CUDA source of a variant", cmd_gen},
     {"compile", "compile a variant to a cubin with NVRTC", cmd_compile},
-    {"check", "run one forward call and compare it with the float64 reference", cmd_check},
-    {"bench", "time the forward on the GPU against its floor and the established kernel", cmd_bench},
+    {"check", "run one forward (or, with --backward, backward) call against the float64 reference", cmd_check},
+    {"bench", "time the forward and the backward on the GPU against their floor", cmd_bench},
     {"demo", "compile, cache and check the kernels of MambaVision and Mamba calls", cmd_demo},
     {"cache", "show, prune or clear the disk cache of compiled kernels", cmd_cache},
     {"tune", "autotune launch configurations for this GPU; report the tuning database", cmd_tune},
@@ -19,7 +25,8 @@ enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: scanforge COMMAND [ARGS...]\n\n"
+          "usage: scanforge COMMAND [ARGS...]\n"
+          "       scanforge --version\n\n"
           "scanforge generates, compiles, caches and runs the Mamba selective-scan kernel.\n\n"
           "commands:\n");
   for (int i = 0; i < COMMAND_COUNT; i++)
@@ -27,10 +34,13 @@ static void usage(FILE *out) {
   fprintf(out,
           "\n'scanforge COMMAND --help' describes one command.\n"
           "A variant is a spec string such as\n"
-          "  op=fwd,dstate=16,dtype=bf16,threads=32,items=8,z=1,D=1,delta_bias=1,softplus=1,B=var,C=var\n"
+          "  op=fwd,split=state,dstate=16,dtype=bf16,threads=4,items=16,channels=16,z=1,D=1\n"
+          "(every key: 'scanforge gen --help' and docs/variants.md).\n"
           "environment: SCANFORGE_TEMPLATE_DIR (read templates from a directory),\n"
-          "             SCANFORGE_CACHE_DIR (kernel cache location),\n"
-          "             SCANFORGE_TUNING_DB (tuning database), SCANFORGE_TUNING=off (ignore it)\n");
+          "             SCANFORGE_CACHE_DIR, SCANFORGE_CACHE_MAX_BYTES (the kernel cache),\n"
+          "             SCANFORGE_TUNING_DB (tuning database), SCANFORGE_TUNING=off (ignore it);\n"
+          "             README.md lists them all\n"
+          "exit status (every command): 0 done, 1 failed, 2 bad usage.\n");
 }
 
 int cli_fail(const char *command, const char *what) {
@@ -40,6 +50,32 @@ int cli_fail(const char *command, const char *what) {
   else
     fprintf(stderr, "scanforge %s: %s\n", command, what);
   return 1;
+}
+
+int cli_note_template_dir(const char *command) {
+  if (sf_template_dir_check() != SF_OK) {
+    fprintf(stderr, "scanforge %s: %s\n", command, sf_last_error());
+    return CLI_FAILED;
+  }
+  const char *dir = sf_template_dir();
+  if (dir)
+    fprintf(stderr, "scanforge %s: templates from SCANFORGE_TEMPLATE_DIR=%s (files it lacks come from the built-in set)\n",
+            command, dir);
+  return CLI_OK;
+}
+
+void cli_describe_template(const char *name, char *buf, size_t cap) {
+  const char *dir = sf_template_dir();
+  if (!dir) {
+    snprintf(buf, cap, "%s (built-in)", name);
+    return;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (access(path, F_OK) == 0)
+    snprintf(buf, cap, "%s (from %s)", name, dir);
+  else
+    snprintf(buf, cap, "%s (built-in: %s has no %s)", name, dir, name);
 }
 
 int cli_wants_help(int argc, char **argv) {
@@ -57,6 +93,10 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
     usage(stdout);
+    return 0;
+  }
+  if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+    printf("scanforge %s\n", SCANFORGE_VERSION);
     return 0;
   }
   for (int i = 0; i < COMMAND_COUNT; i++)

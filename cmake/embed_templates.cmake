@@ -1,18 +1,20 @@
 # Writes OUTPUT, a C file holding every file of INPUTS (paths joined by '|') as a byte
-# array, so that the library carries its templates. Run with cmake -P at build time.
+# array, so that the library carries its templates, each with its path relative to ROOT
+# (the repository). Run with cmake -P at build time.
 string(REPLACE "|" ";" INPUTS "${INPUTS}")
 set(body "")
 set(table "")
 set(count 0)
 foreach(path IN LISTS INPUTS)
   get_filename_component(name ${path} NAME)
+  file(RELATIVE_PATH relative ${ROOT} ${path})
   file(READ ${path} hex HEX)
   string(LENGTH "${hex}" hex_len)
   math(EXPR size "${hex_len} / 2")
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
   string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" bytes "${bytes}")
   string(APPEND body "static const unsigned char template_${count}[] = {\n${bytes}0x00};\n")
-  string(APPEND table "  {\"${name}\", (const char *)template_${count}, ${size}},\n")
+  string(APPEND table "  {\"${name}\", \"${relative}\", (const char *)template_${count}, ${size}},\n")
   math(EXPR count "${count} + 1")
 endforeach()
 file(WRITE ${OUTPUT}.tmp
@@ -21,7 +23,7 @@ file(WRITE ${OUTPUT}.tmp
 
 ${body}
 const sf_template_file sf_builtin_templates[] = {
-${table}  {0, 0, 0}
+${table}  {0, 0, 0, 0}
 };
 ")
 file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)

@@ -9,9 +9,16 @@
 /* The generated kernel's entry point, by op: "sf_scan_fwd" or "sf_scan_bwd". */
 const char *sf_kernel_name(sf_op op);
 
+/* The template a variant's source comes from, by op and split: "scan_fwd.tpl" (op=fwd,
+ * split=time), "scan_fwd_states.tpl" (op=fwd, split=state), "scan_bwd.tpl" and
+ * "scan_bwd_states.tpl" (op=bwd). It includes others (dtype.tpl, ...). */
+const char *sf_template_of(const sf_variant *variant);
+
 /* Generates the CUDA source of a valid variant into a new NUL-terminated buffer (free()
  * it). Deterministic: the same variant and template set give the same bytes. The text
- * starts with a comment naming the canonical spec. Fails with SF_EINVAL when the template
+ * starts with comments naming the canonical spec and the template; #line directives name
+ * the template file and line each part of the text comes from (sf_template_line_name), so
+ * NVRTC's errors and warnings point at templates. Fails with SF_EINVAL when the template
  * rejects a key's value, SF_ETEMPLATE when the template itself fails. */
 sf_status sf_generate(const sf_variant *variant, char **source, size_t *length);
 

@@ -1,6 +1,7 @@
 /* template_compiler.c: template text ('@' Lua lines, $(expr) interpolation) to Lua code. */
 #include "generator/template_compiler.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,9 +42,17 @@ static size_t find_close(const char *line, size_t length, size_t open) {
   return 0;
 }
 
+/* A text line becomes _emit("<template name>", <line>, "text", _text(expr), ...): the
+ * generator learns where each piece of output comes from and writes #line directives. */
 static sf_status compile_text_line(sf_text_buffer *out, const char *line, size_t length,
                                    bool newline, const char *name, int line_number) {
+  char number[24];
+  snprintf(number, sizeof number, "%d", line_number);
   sf_text_append_str(out, "_emit(\"");
+  append_quoted(out, name, strlen(name));
+  sf_text_append_str(out, "\", ");
+  sf_text_append_str(out, number);
+  sf_text_append_str(out, ", \"");
   size_t start = 0;
   for (size_t i = 0; i + 1 < length; i++) {
     if (line[i] != '$' || line[i + 1] != '(') continue;

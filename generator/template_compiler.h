@@ -11,7 +11,9 @@
  *   - every other line is CUDA text, emitted as is, except that $(expr) is replaced by the
  *     value of the Lua expression expr (parentheses inside expr must balance).
  * Line N of the template is line N of the Lua code, so Lua errors carry template lines.
- * Emitted text goes through the function `_emit(...)`, values through `_text(value)`.
+ * Emitted text goes through the function `_emit(name, line, text...)`, which is told the
+ * template's name and line so that the generator can write #line directives; values go
+ * through `_text(value)`.
  * Returns a new NUL-terminated buffer (free() it). */
 sf_status sf_template_compile(const char *text, size_t size, const char *name, char **lua_code,
                               size_t *lua_length);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -14,6 +15,26 @@
 const char *sf_template_dir(void) {
   const char *dir = getenv("SCANFORGE_TEMPLATE_DIR");
   return dir && dir[0] ? dir : NULL;
+}
+
+sf_status sf_template_dir_check(void) {
+  const char *dir = sf_template_dir();
+  if (!dir) return SF_OK;
+  struct stat info;
+  if (stat(dir, &info) != 0)
+    return sf_fail(SF_ETEMPLATE, "SCANFORGE_TEMPLATE_DIR=%s: %s (unset it to use the built-in templates)",
+                   dir, strerror(errno));
+  if (!S_ISDIR(info.st_mode))
+    return sf_fail(SF_ETEMPLATE, "SCANFORGE_TEMPLATE_DIR=%s: not a directory (unset it to use the built-in templates)",
+                   dir);
+  return SF_OK;
+}
+
+const char *sf_template_line_name(const char *name, char *buf, size_t cap) {
+  for (const sf_template_file *t = sf_builtin_templates; t->name; t++)
+    if (strcmp(t->name, name) == 0) return t->path;
+  snprintf(buf, cap, "templates/%s", name);
+  return buf;
 }
 
 static bool is_plain_name(const char *name) {
@@ -69,6 +90,8 @@ static sf_status read_builtin(const char *name, char **text, size_t *size) {
 sf_status sf_template_read(const char *name, char **text, size_t *size) {
   if (!is_plain_name(name))
     return sf_fail(SF_ETEMPLATE, "template name '%s' is not a plain file name", name);
+  sf_status st = sf_template_dir_check();
+  if (st != SF_OK) return st;
   const char *dir = sf_template_dir();
   if (dir) {
     char path[4096];
@@ -116,7 +139,7 @@ sf_status sf_template_set_hash(uint64_t *hash) {
   XXH3_state_t *state = XXH3_createState();
   if (!state) return sf_fail(SF_ENOMEM, "template set hash: out of memory");
   XXH3_64bits_reset(state);
-  sf_status st = SF_OK;
+  sf_status st = sf_template_dir_check();
   for (const sf_template_file *t = sf_builtin_templates; t->name && st == SF_OK; t++) {
     char *text;
     size_t size;

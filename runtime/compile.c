@@ -97,56 +97,122 @@ static sf_status check_arch(const sf_nvrtc_api *api, int arch, bool want_ptx) {
                  want_ptx ? "compute" : "sm", arch, major, minor, list);
 }
 
-/* Finds line `number` (1-based) of `text`; returns its start and length, or NULL. */
-static const char *find_line(const char *text, long number, size_t *length) {
-  for (long line = 1; line < number; line++) {
-    text = strchr(text, '\n');
-    if (!text) return NULL;
-    text++;
-  }
-  *length = strcspn(text, "\r\n");
-  return text;
+/* A line of source text: where it starts and how long it is. */
+typedef struct text_span {
+  const char *text;
+  size_t length;
+} text_span;
+
+static bool span_is(text_span span, const char *text, size_t length) {
+  return span.length == length && memcmp(span.text, text, length) == 0;
 }
 
-/* If the log line reads "<name>(<N>): <something> error...", returns N, else 0. */
-static long error_line_number(const char *line, size_t line_length, const char *name) {
-  size_t name_length = strlen(name);
-  if (line_length <= name_length + 4 || strncmp(line, name, name_length) != 0) return 0;
-  const char *p = line + name_length;
-  if (*p != '(') return 0;
-  char *end;
-  long number = strtol(p + 1, &end, 10);
-  if (number <= 0 || end[0] != ')' || end[1] != ':') return 0;
-  /* The kind is the text up to the next colon: "error", "catastrophic error",
-   * "error #177-D" (a warning promoted to an error); warnings and remarks are skipped. */
-  const char *kind = end + 2;
-  const char *kind_end = memchr(kind, ':', (size_t)(line + line_length - kind));
-  if (!kind_end) return 0;
-  for (const char *k = kind; k + 5 <= kind_end; k++)
-    if (strncmp(k, "error", 5) == 0) return number;
+/* If `line` is a "#line N" or "#line N \"file\"" directive, returns N (and the file, when
+ * given, in *file), else 0. */
+static long line_directive(const char *line, size_t length, text_span *file) {
+  const char *end = line + length, *p = line;
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  if (end - p < 6 || strncmp(p, "#line", 5) != 0 || (p[5] != ' ' && p[5] != '\t')) return 0;
+  p += 5;
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  long number = 0;
+  while (p < end && *p >= '0' && *p <= '9' && number < 100000000) number = number * 10 + (*p++ - '0');
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  if (p < end && *p == '"') {
+    const char *close = memchr(p + 1, '"', (size_t)(end - p - 1));
+    if (close) *file = (text_span){p + 1, (size_t)(close - p - 1)};
+  }
+  return number;
+}
+
+/* The first line of `source` that the compiler counts as line `number` of `file`, following
+ * the #line directives (before any, lines count as `name`'s); *count says how many lines
+ * count so (a template line inside a loop makes many). NULL when none does. */
+static const char *find_counted_line(const char *source, const char *name, text_span file, long number,
+                                     size_t *length, int *count) {
+  text_span current = {name, strlen(name)};
+  long current_line = 1;
+  const char *found = NULL;
+  *count = 0;
+  for (const char *line = source; *line;) {
+    size_t line_length = strcspn(line, "\n");
+    long directed = line_directive(line, line_length, &current);
+    if (directed > 0) {
+      current_line = directed;
+    } else {
+      if (current_line == number && span_is(current, file.text, file.length)) {
+        if (!found) {
+          found = line;
+          *length = strcspn(line, "\r\n");
+        }
+        (*count)++;
+      }
+      current_line++;
+    }
+    line += line_length;
+    if (*line == '\n') line++;
+  }
+  return found;
+}
+
+/* If the log line reads "<file>(<N>): <something> error...", returns N and the file, else 0. */
+static long error_location(const char *line, size_t line_length, text_span *file) {
+  const char *end = line + line_length;
+  for (const char *open = memchr(line, '(', line_length); open; open = memchr(open + 1, '(', (size_t)(end - open - 1))) {
+    char *after;
+    long number = strtol(open + 1, &after, 10);
+    if (open == line || open[1] < '0' || open[1] > '9' || number <= 0 || after + 2 > end || after[0] != ')' ||
+        after[1] != ':')
+      continue;
+    /* The kind is the text up to the next colon: "error", "catastrophic error",
+     * "error #177-D" (a warning promoted to an error); warnings and remarks are skipped. */
+    const char *kind = after + 2;
+    const char *kind_end = memchr(kind, ':', (size_t)(end - kind));
+    if (!kind_end) return 0;
+    for (const char *k = kind; k + 5 <= kind_end; k++)
+      if (strncmp(k, "error", 5) == 0) {
+        *file = (text_span){line, (size_t)(open - line)};
+        return number;
+      }
+    return 0;
+  }
   return 0;
 }
 
-/* Writes "  at line N: <text>" for each distinct line an error in the log names. */
+/* Writes, for each distinct place an error in the log names, the source line the compiler
+ * saw there: "  at line N: <text>" for the source itself, "  at FILE:N: <text>" for a
+ * template that the source's #line directives name (the text is the generated line). */
 static void quote_error_lines(FILE *message, const char *log, const char *source, const char *name) {
-  long quoted[MAX_QUOTED_LINES];
+  struct {
+    text_span file;
+    long number;
+  } quoted[MAX_QUOTED_LINES];
   int quoted_count = 0;
   for (const char *line = log; *line;) {
     size_t line_length = strcspn(line, "\n");
-    long number = error_line_number(line, line_length, name);
+    text_span file = {0};
+    long number = error_location(line, line_length, &file);
     int seen = 0;
-    for (int i = 0; i < quoted_count; i++) seen |= quoted[i] == number;
+    for (int i = 0; i < quoted_count; i++)
+      seen |= quoted[i].number == number && span_is(quoted[i].file, file.text, file.length);
     if (number > 0 && !seen && quoted_count < MAX_QUOTED_LINES) {
-      size_t text_length;
-      const char *text = find_line(source, number, &text_length);
+      size_t text_length = 0;
+      int count = 0;
+      const char *text = find_counted_line(source, name, file, number, &text_length, &count);
+      const bool in_source = span_is(file, name, strlen(name));
       if (quoted_count == 0) fprintf(message, "\nthe source lines in error:");
+      if (in_source)
+        fprintf(message, "\n  at line %ld: ", number);
+      else
+        fprintf(message, "\n  at %.*s:%ld: ", (int)file.length, file.text, number);
       if (text)
-        fprintf(message, "\n  at line %ld: %.*s%s", number,
-                (int)(text_length < MAX_QUOTED_CHARS ? text_length : MAX_QUOTED_CHARS), text,
+        fprintf(message, "%.*s%s", (int)(text_length < MAX_QUOTED_CHARS ? text_length : MAX_QUOTED_CHARS), text,
                 text_length > MAX_QUOTED_CHARS ? " ..." : "");
       else
-        fprintf(message, "\n  at line %ld: (past the end of the source)", number);
-      quoted[quoted_count++] = number;
+        fprintf(message, "%s", in_source ? "(past the end of the source)" : "(not in the source)");
+      if (count > 1) fprintf(message, " (the first of %d generated lines from there)", count);
+      quoted[quoted_count].file = file;
+      quoted[quoted_count++].number = number;
     }
     line += line_length;
     if (*line == '\n') line++;

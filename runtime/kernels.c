@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "generator/generator.h"
+#include "generator/template_set.h"
 #include "runtime/compile.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
@@ -59,7 +60,18 @@ sf_status sf_variant_binary(sf_cache *cache, sf_target target, const sf_variant 
   };
   const size_t count = sizeof inputs / sizeof inputs[0];
   sf_cache_key key = sf_cache_key_of(inputs, count);
-  char *manifest = sf_cache_manifest_of(inputs, count);
+  /* The manifest also says which template set made the source (not part of the key: the
+   * source is), so that `scanforge cache ls` can tell entries from experiments. */
+  uint64_t set_hash = 0;
+  char templates[24] = "";
+  if (sf_template_set_hash(&set_hash) == SF_OK) snprintf(templates, sizeof templates, "%016llx", (unsigned long long)set_hash);
+  const char *template_dir = sf_template_dir();
+  sf_cache_input described[sizeof inputs / sizeof inputs[0] + 2];
+  size_t described_count = count;
+  memcpy(described, inputs, sizeof inputs);
+  if (templates[0]) described[described_count++] = (sf_cache_input){"templates", templates, strlen(templates)};
+  if (template_dir) described[described_count++] = (sf_cache_input){"template_dir", template_dir, strlen(template_dir)};
+  char *manifest = sf_cache_manifest_of(described, described_count);
   if (!manifest) {
     free(source);
     return sf_fail(SF_ENOMEM, "kernel cache manifest: out of memory");

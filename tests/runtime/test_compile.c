@@ -61,6 +61,27 @@ Test(compile, error_quotes_the_source_line) {
   cr_assert_null(b.log);
 }
 
+/* #line directives (as generated sources carry) move the error's place to the template;
+ * the quote shows the source line the compiler counted there, and how many there were. */
+Test(compile, error_under_a_line_directive_quotes_the_template_place) {
+  static const char directed[] =
+      "extern \"C\" __global__ void k(float *x) {\n"
+      "#line 40 \"templates/made_up.tpl\"\n"
+      "  x[0] = first_unknown_47;\n"
+      "#line 40 \"templates/made_up.tpl\"\n"
+      "  x[1] = first_unknown_47;\n"
+      "  x[2] = second_unknown_48;\n"
+      "}\n";
+  sf_binary b;
+  cr_assert_eq(sf_compile(directed, "directed.cu", 80, false, &b), SF_ECOMPILE, "%s", sf_last_error());
+  const char *message = sf_last_error();
+  cr_expect_not_null(strstr(message, "templates/made_up.tpl(40): error"), "%s", message);
+  cr_expect_not_null(strstr(message, "  at templates/made_up.tpl:40:   x[0] = first_unknown_47; (the first of 2 generated lines from there)"),
+                     "%s", message);
+  cr_expect_not_null(strstr(message, "  at templates/made_up.tpl:41:   x[2] = second_unknown_48;"), "%s", message);
+  cr_expect_null(strstr(message, "at line"), "no place of directed.cu itself is in error: %s", message);
+}
+
 Test(compile, warnings_stay_in_the_log) {
   static const char warns[] =
       "extern \"C\" __global__ void k(float *x) {\n"
