@@ -29,8 +29,20 @@ static void usage(FILE *out) {
           "A variant is a spec string such as\n"
           "  op=fwd,dstate=16,dtype=bf16,threads=32,items=8,z=1,D=1,delta_bias=1,softplus=1,B=var,C=var\n"
           "environment: SCANFORGE_TEMPLATE_DIR (read templates from a directory),\n"
-          "             SCANFORGE_CACHE_DIR (kernel cache location),\n"
-          "             SCANFORGE_TUNING_DB (tuning database), SCANFORGE_TUNING=off (ignore it)\n");
+          "             SCANFORGE_CACHE_DIR (kernel cache location), SCANFORGE_CACHE_MAX_BYTES,\n"
+          "             SCANFORGE_TUNING_DB (tuning database), SCANFORGE_TUNING=off (ignore it);\n"
+          "             README.md lists them all\n");
+}
+
+/* Bad values of environment variables, once per run, before the command's own output. */
+static void print_environment_warning(void) {
+  const char *warning = sf_environment_warning();
+  for (const char *line = warning; line && *line;) {
+    const char *end = strchr(line, '\n');
+    const int length = end ? (int)(end - line) : (int)strlen(line);
+    fprintf(stderr, "scanforge: warning: %.*s\n", length, line);
+    line = end ? end + 1 : NULL;
+  }
 }
 
 int cli_fail(const char *command, const char *what) {
@@ -59,8 +71,11 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  for (int i = 0; i < COMMAND_COUNT; i++)
-    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  for (int i = 0; i < COMMAND_COUNT; i++) {
+    if (strcmp(argv[1], commands[i].name) != 0) continue;
+    print_environment_warning();
+    return commands[i].run(argc - 1, argv + 1);
+  }
   fprintf(stderr, "scanforge: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

@@ -14,6 +14,7 @@
 #include "runtime/cache_entry.h"
 #include "runtime/cache_internal.h"
 #include "runtime/cache_lock.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 
 enum { DEFAULT_MAX_BYTES = 1u << 30, SUBDIR_MAX = 64 };
@@ -78,17 +79,11 @@ static void open_disk(sf_cache *cache, const char *dir) {
     sf_cache_degrade(cache, sf_last_error());
 }
 
-static uint64_t budget_of(sf_cache *cache, uint64_t asked) {
+/* A bad $SCANFORGE_CACHE_MAX_BYTES is reported by sf_environment_warning. */
+static uint64_t budget_of(uint64_t asked) {
   if (asked) return asked;
-  const char *env = getenv("SCANFORGE_CACHE_MAX_BYTES");
-  uint64_t bytes;
-  if (!env || !env[0]) return DEFAULT_MAX_BYTES;
-  if (sf_cache_parse_bytes(env, &bytes) == SF_OK && bytes > 0) return bytes;
-  char text[512];
-  snprintf(text, sizeof text, "kernel cache: ignoring SCANFORGE_CACHE_MAX_BYTES=%.64s (not a "
-           "positive byte count); using 1 GiB", env);
-  set_warning(cache, text);
-  return DEFAULT_MAX_BYTES;
+  sf_env_value env;
+  return sf_env_get(SF_ENV_CACHE_MAX_BYTES, &env) ? (uint64_t)env.number : DEFAULT_MAX_BYTES;
 }
 
 sf_status sf_cache_open(const sf_cache_options *opt, sf_cache **out) {
@@ -109,7 +104,7 @@ sf_status sf_cache_open(const sf_cache_options *opt, sf_cache **out) {
   atomic_init(&cache->warning, NULL);
   atomic_init(&cache->last_stamp, 0);
   if (!opt->memory_only) open_disk(cache, opt->dir);
-  cache->max_bytes = budget_of(cache, opt->max_bytes);
+  cache->max_bytes = budget_of(opt->max_bytes);
   *out = cache;
   return SF_OK;
 }
