@@ -43,6 +43,17 @@ static void usage(FILE *out) {
           "exit status (every command): 0 done, 1 failed, 2 bad usage.\n");
 }
 
+/* Bad values of environment variables, once per run, before the command's own output. */
+static void print_environment_warning(void) {
+  const char *warning = sf_environment_warning();
+  for (const char *line = warning; line && *line;) {
+    const char *end = strchr(line, '\n');
+    const int length = end ? (int)(end - line) : (int)strlen(line);
+    fprintf(stderr, "scanforge: warning: %.*s\n", length, line);
+    line = end ? end + 1 : NULL;
+  }
+}
+
 int cli_fail(const char *command, const char *what) {
   const char *detail = sf_last_error();
   if (detail[0])
@@ -99,8 +110,11 @@ int main(int argc, char **argv) {
     printf("scanforge %s\n", SCANFORGE_VERSION);
     return 0;
   }
-  for (int i = 0; i < COMMAND_COUNT; i++)
-    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  for (int i = 0; i < COMMAND_COUNT; i++) {
+    if (strcmp(argv[1], commands[i].name) != 0) continue;
+    print_environment_warning();
+    return commands[i].run(argc - 1, argv + 1);
+  }
   fprintf(stderr, "scanforge: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

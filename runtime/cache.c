@@ -14,6 +14,7 @@
 #include "runtime/cache_entry.h"
 #include "runtime/cache_internal.h"
 #include "runtime/cache_lock.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 
 enum { DEFAULT_MAX_BYTES = 1u << 30, SUBDIR_MAX = 64 };
@@ -96,29 +97,18 @@ static void open_disk(sf_cache *cache, const char *dir) {
   }
 }
 
-/* $SCANFORGE_CACHE_TRUST_GROUP: "1" trusts group-writable cache directories. */
-static bool trust_group_of(sf_cache *cache) {
-  const char *env = getenv("SCANFORGE_CACHE_TRUST_GROUP");
-  if (!env || !env[0] || strcmp(env, "0") == 0) return false;
-  if (strcmp(env, "1") == 0) return true;
-  char text[512];
-  snprintf(text, sizeof text, "kernel cache: ignoring SCANFORGE_CACHE_TRUST_GROUP=%.64s "
-           "(expected 0 or 1); group-writable directories stay untrusted", env);
-  sf_cache_warn(cache, text);
-  return false;
+/* $SCANFORGE_CACHE_TRUST_GROUP on: group-writable cache directories are trusted (a bad
+ * value is reported by sf_environment_warning). */
+static bool trust_group(void) {
+  sf_env_value env;
+  return sf_env_get(SF_ENV_CACHE_TRUST_GROUP, &env) && env.number;
 }
 
-static uint64_t budget_of(sf_cache *cache, uint64_t asked) {
+/* A bad $SCANFORGE_CACHE_MAX_BYTES is reported by sf_environment_warning. */
+static uint64_t budget_of(uint64_t asked) {
   if (asked) return asked;
-  const char *env = getenv("SCANFORGE_CACHE_MAX_BYTES");
-  uint64_t bytes;
-  if (!env || !env[0]) return DEFAULT_MAX_BYTES;
-  if (sf_cache_parse_bytes(env, &bytes) == SF_OK && bytes > 0) return bytes;
-  char text[512];
-  snprintf(text, sizeof text, "kernel cache: ignoring SCANFORGE_CACHE_MAX_BYTES=%.64s (not a "
-           "positive byte count); using 1 GiB", env);
-  sf_cache_warn(cache, text);
-  return DEFAULT_MAX_BYTES;
+  sf_env_value env;
+  return sf_env_get(SF_ENV_CACHE_MAX_BYTES, &env) ? (uint64_t)env.number : DEFAULT_MAX_BYTES;
 }
 
 sf_status sf_cache_open(const sf_cache_options *opt, sf_cache **out) {
@@ -140,16 +130,19 @@ sf_status sf_cache_open(const sf_cache_options *opt, sf_cache **out) {
   atomic_init(&cache->warning_count, 0);
   atomic_init(&cache->last_stamp, 0);
   cache->no_disk = opt->memory_only;
-  cache->policy = sf_cache_policy_of(opt->shared, !opt->memory_only && trust_group_of(cache));
+  cache->policy = sf_cache_policy_of(opt->shared, !opt->memory_only && trust_group());
   if (!opt->memory_only) {
-    const char *layers = opt->read_only_path ? opt->read_only_path : getenv("SCANFORGE_CACHE_PATH");
+    sf_env_value env;
+    const char *layers = opt->read_only_path                          ? opt->read_only_path
+                         : sf_env_get(SF_ENV_CACHE_PATH, &env) ? env.text
+                                                               : NULL;
     if (sf_cache_layers_open(cache, layers) != SF_OK) {
       sf_cache_close(cache);
       return sf_fail(SF_ENOMEM, "out of memory opening the kernel cache");
     }
     open_disk(cache, opt->dir);
   }
-  cache->max_bytes = budget_of(cache, opt->max_bytes);
+  cache->max_bytes = budget_of(opt->max_bytes);
   *out = cache;
   return SF_OK;
 }

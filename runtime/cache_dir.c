@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/env.h"
 #include "runtime/error.h"
 
 static char *join(const char *a, const char *b) {
@@ -19,17 +20,23 @@ static char *join(const char *a, const char *b) {
   return s;
 }
 
+/* The variable's value when it is set and usable (runtime/env.c says why not once). */
+static const char *usable_env(sf_env_var var) {
+  sf_env_value v;
+  return sf_env_get(var, &v) ? v.text : NULL;
+}
+
 static const char *nonempty_env(const char *name) {
   const char *v = getenv(name);
   return v && v[0] ? v : NULL;
 }
 
 char *sf_cache_default_dir(void) {
-  const char *dir = nonempty_env("SCANFORGE_CACHE_DIR");
+  const char *dir = usable_env(SF_ENV_CACHE_DIR);
   if (dir) return join(dir, "");
   /* The XDG spec says relative values are to be ignored. */
-  const char *xdg = nonempty_env("XDG_CACHE_HOME");
-  if (xdg && xdg[0] == '/') return join(xdg, "/scanforge");
+  const char *xdg = usable_env(SF_ENV_XDG_CACHE_HOME);
+  if (xdg) return join(xdg, "/scanforge");
   const char *home = nonempty_env("HOME");
   if (!home) {
     struct passwd pw, *found = NULL;

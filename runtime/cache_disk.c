@@ -1,5 +1,4 @@
 /* cache_disk.c: the store as a whole: stat, list, prune (LRU by stamp), clear, eviction. */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +13,7 @@
 #include "runtime/cache_entry.h"
 #include "runtime/cache_internal.h"
 #include "runtime/cache_lock.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 
 enum { MANIFEST_READ_MAX = 1 << 20 };
@@ -353,32 +353,7 @@ void sf_cache_evict(sf_cache *cache) {
 }
 
 sf_status sf_cache_parse_bytes(const char *text, uint64_t *out) {
-  const char *p = text ? text : "";
-  if (!isdigit((unsigned char)*p)) goto bad;
-  uint64_t value = 0;
-  for (; isdigit((unsigned char)*p); p++) {
-    if (value > (UINT64_MAX - 9) / 10) goto bad;
-    value = value * 10 + (uint64_t)(*p - '0');
-  }
-  int shift = 0;
-  switch (toupper((unsigned char)*p)) {
-  case 'K': shift = 10; break;
-  case 'M': shift = 20; break;
-  case 'G': shift = 30; break;
-  case 'T': shift = 40; break;
-  case '\0': break;
-  case 'B': break;
-  default: goto bad;
-  }
-  if (shift) {
-    p++;
-    if (*p == 'i' || *p == 'I') p++;
-  }
-  if (*p == 'b' || *p == 'B') p++;
-  if (*p != '\0' || (shift && value > (UINT64_MAX >> shift))) goto bad;
-  *out = value << shift;
-  return SF_OK;
-bad:
+  if (sf_env_parse_bytes(text, out)) return SF_OK;
   return sf_fail(SF_EINVAL, "expected a byte count such as 1048576, 512K, 64M or 1G, got \"%s\"",
                  text ? text : "(null)");
 }

@@ -2,6 +2,7 @@
 #include "runtime/cache_entry.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,10 +96,36 @@ static bool read_exact(int fd, void *buf, size_t n, off_t offset) {
   return true;
 }
 
+/* The test hook's state: bytes entry writes may still put before failing with
+ * injected_errno (0: no failure injected). */
+static atomic_int injected_errno;
+static atomic_uint_least64_t injected_budget;
+
+void sf_entry_inject_write_failure(int err, uint64_t after_bytes) {
+  atomic_store(&injected_budget, after_bytes);
+  atomic_store(&injected_errno, err);
+}
+
+/* How much of n bytes may be written now; 0 with errno set once the injected budget is spent. */
+static size_t write_allowance(size_t n) {
+  const int err = atomic_load(&injected_errno);
+  if (!err) return n;
+  uint64_t budget = atomic_load(&injected_budget);
+  if (budget == 0) {
+    errno = err;
+    return 0;
+  }
+  const size_t allowed = budget < n ? (size_t)budget : n;
+  atomic_fetch_sub(&injected_budget, allowed);
+  return allowed;
+}
+
 static bool write_all(int fd, const void *buf, size_t n) {
   const uint8_t *p = buf;
   while (n > 0) {
-    ssize_t put = write(fd, p, n);
+    const size_t allowed = write_allowance(n);
+    if (allowed == 0) return false;
+    ssize_t put = write(fd, p, allowed);
     if (put < 0 && errno == EINTR) continue;
     if (put <= 0) return false;
     p += put;
@@ -237,7 +264,10 @@ sf_status sf_entry_publish(const char *dir, const char *subdir, const sf_cache_k
   /* The manifest goes first: the .bin's arrival is what makes the entry visible. */
   sf_status status = write_atomically(json_tmp, json, text, strlen(text), "\n", 1, mode);
   free(text);
-  if (status == SF_OK) status = write_atomically(bin_tmp, bin, raw, sizeof raw, data, size, mode);
+  if (status == SF_OK) {
+    status = write_atomically(bin_tmp, bin, raw, sizeof raw, data, size, mode);
+    if (status != SF_OK) unlink(json); /* no manifest without its binary (a full disk) */
+  }
   if (status == SF_OK) status = sync_directory(dir);
   return status;
 }

@@ -52,6 +52,11 @@ sf_status sf_entry_publish(const char *dir, const char *subdir, const sf_cache_k
                            const void *data, size_t size, json_t *inputs, uint64_t stamp,
                            mode_t mode);
 
+/* Test hook, not API: from now on entry files take only `after_bytes` more bytes in all,
+ * then every write fails with errno `err` (ENOSPC: a disk that fills up). err 0 turns it
+ * off. */
+void sf_entry_inject_write_failure(int err, uint64_t after_bytes);
+
 /* The names of an entry's files inside its directory. */
 typedef enum sf_entry_file {
   SF_FILE_BIN, SF_FILE_JSON, SF_FILE_LOCK, SF_FILE_BIN_TMP, SF_FILE_JSON_TMP, SF_FILE_KIND_COUNT

@@ -3,13 +3,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/env.h"
+
 #define SF_CPU_KERNELS sf_cpu_kernels_portable
 #define SF_CPU_KERNELS_LABEL "portable"
 #include "runtime/cpu_kernel_impl.h"
 
 const sf_cpu_kernels *sf_cpu_kernels_select(void) {
-  const char *forced = getenv("SCANFORGE_CPU_KERNELS");
-  if (forced && strcmp(forced, "portable") == 0) return &sf_cpu_kernels_portable;
+  sf_env_value forced;
+  if (sf_env_get(SF_ENV_CPU_KERNELS, &forced) && forced.number == SF_ENV_CPU_PORTABLE)
+    return &sf_cpu_kernels_portable;
 #ifdef SF_CPU_HAVE_AVX2_KERNELS
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &sf_cpu_kernels_avx2;
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/env.h"
 #include "runtime/error.h"
 
 /* Stringifies after macro expansion, so SF_CU_SYMBOL(cuMemAlloc) is "cuMemAlloc_v2":
@@ -85,8 +86,8 @@ static char load_message[1024];
 static atomic_int api_ready;
 
 static void load_driver(void) {
-  const char *override = secure_getenv("SCANFORGE_CUDA_LIBRARY");
-  const char *path = override && override[0] ? override : "libcuda.so.1";
+  sf_env_value override;
+  const char *path = sf_env_get(SF_ENV_CUDA_LIBRARY, &override) ? override.text : "libcuda.so.1";
   /* RTLD_LOCAL: the driver's symbols stay out of the process namespace. */
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/env.h"
 #include "runtime/error.h"
 
 /* Newest first: a newer NVRTC knows more GPUs. */
@@ -115,16 +116,16 @@ static int try_under_cuda_home(const char *home) {
 }
 
 static void load_nvrtc(void) {
-  const char *forced = getenv("SCANFORGE_NVRTC_LIBRARY");
+  sf_env_value forced, cuda_home;
   int found = 0;
-  if (forced && forced[0]) {
+  if (sf_env_get(SF_ENV_NVRTC_LIBRARY, &forced)) {
     /* The user named a library: try only that one, so a wrong name is not hidden. */
-    char *copy = strdup(forced);
+    char *copy = strdup(forced.text);
     found = copy && try_library(copy);
     if (!found) free(copy);
   } else {
     for (int i = 0; i < NAME_COUNT && !found; i++) found = try_library(library_names[i]);
-    if (!found) found = try_under_cuda_home(getenv("CUDA_HOME"));
+    if (!found && sf_env_get(SF_ENV_CUDA_HOME, &cuda_home)) found = try_under_cuda_home(cuda_home.text);
     if (!found) found = try_under_cuda_home("/usr/local/cuda");
   }
   if (found) {

@@ -3,16 +3,14 @@
 
 #include <stdlib.h>
 
+#include "runtime/env.h"
 #include "runtime/kernels.h"
 #include "runtime/scan_args.h"
 
 static int min_segment(const sf_variant *v) {
   int least = SF_MIN_SEGMENT;
-  const char *forced = getenv("SCANFORGE_MIN_SEGMENT");
-  if (forced) {
-    const int n = atoi(forced);
-    if (n >= 4 && n <= 512 && (n & (n - 1)) == 0) least = n;
-  }
+  sf_env_value forced; /* an experiment knob: a power of two from 4 to 512 */
+  if (sf_env_get(SF_ENV_MIN_SEGMENT, &forced)) least = (int)forced.number;
   return least > v->items ? least : v->items;
 }
 

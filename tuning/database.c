@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/cache_dir.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 
 /* ---- knobs ----------------------------------------------------------------------------- */
@@ -490,8 +491,8 @@ sf_status sf_tune_db_parse(const char *text, size_t length, const char *origin, 
 /* ---- files --------------------------------------------------------------------------- */
 
 char *sf_tune_db_default_path(void) {
-  const char *named = getenv("SCANFORGE_TUNING_DB");
-  if (named && named[0]) return strdup(named);
+  sf_env_value named;
+  if (sf_env_get(SF_ENV_TUNING_DB, &named)) return strdup(named.text);
   char *dir = sf_cache_default_dir();
   if (!dir) return NULL;
   size_t n = strlen(dir) + sizeof "/tuning.json";

@@ -11,6 +11,7 @@
 #include "generator/template_set.h"
 #include "runtime/compile.h"
 #include "runtime/cuda_context.h"
+#include "runtime/env.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/error.h"
 #include "tuning/defaults.h"
@@ -36,9 +37,8 @@ static void set_warning(const char *text) {
 }
 
 static bool env_says_off(void) {
-  const char *v = getenv("SCANFORGE_TUNING");
-  return v && (strcasecmp(v, "off") == 0 || strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 ||
-               strcasecmp(v, "false") == 0);
+  sf_env_value on;
+  return sf_env_get(SF_ENV_TUNING, &on) && !on.number;
 }
 
 static void load(void) {

@@ -166,3 +166,19 @@ Test(cmd_tune, host_flow_on_a_pretend_driver, .timeout = 600) {
   snprintf(db_path, sizeof db_path, "%s/db.json", dir);
   cr_expect_neq(access(db_path, F_OK), 0, "nothing passed, so nothing is saved");
 }
+
+/* Without a driver: the environment's warning and the error, each a whole line of its
+ * own (issue 13: they once ran together on one line). */
+Test(cmd_tune, no_driver_prints_whole_lines) {
+  char *out;
+  char env[256];
+  snprintf(env, sizeof env, "%sSCANFORGE_TUNING=maybe ", no_gpu);
+  cr_assert_eq(run_env(env, "tune", &out), 1, "%s", out);
+  cr_expect_eq(count_lines(out), 2, "a warning and the error:\n%s", out);
+  cr_expect_eq(out[strlen(out) - 1], '\n', "the last line ends:\n%s", out);
+  const char *second = strchr(out, '\n') + 1;
+  cr_expect_eq(strncmp(out, "scanforge: warning: SCANFORGE_TUNING=\"maybe\" is not usable", 58), 0, "%s", out);
+  cr_expect_eq(strncmp(second, "scanforge tune: needs a CUDA GPU", 32), 0, "%s", out);
+  cr_expect_null(strstr(out, "SCANFORGE_CUDA_LIBRARYscanforge"), "%s", out);
+  free(out);
+}

@@ -227,6 +227,12 @@ typedef struct sf_launch {
  * $SCANFORGE_TUNING_DB, else tuning.json beside the kernel cache (docs/tuning.md). */
 const char *sf_tuning_warning(void);
 
+/* Every scanforge environment variable set to a value it cannot use, one line each
+ * (naming the variable, the value, what was expected and the default used instead), or
+ * NULL. Each bad variable falls back to its default and is named once per process; the
+ * text stays valid until exit. README.md lists the variables. */
+const char *sf_environment_warning(void);
+
 /* Where the kernel of the last call came from, for benchmarks. */
 typedef enum sf_kernel_origin {
   SF_KERNEL_LOADED = 0,   /* already loaded in this process: no file, no compile */
