@@ -1,24 +1,63 @@
 """ops.py: loads the op library; selective_scan (Mamba's selective_scan_fn) and its gradient."""
 import os
+import re
 
 import tensorflow as tf
 from tensorflow.python.eager import context as _eager_context
 
 _LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_scanforge_ops.so")
+_REBUILD = ("rebuild it against this TensorFlow: pip install --no-build-isolation --no-deps "
+            "--force-reinstall <scanforge checkout>")
+# Libraries the op links besides TensorFlow's, and the Debian/Ubuntu packages that carry them.
+_DEBIAN_PACKAGES = {"liblua5.4.so.0": "liblua5.4-0", "libjansson.so.4": "libjansson4",
+                    "libxxhash.so.0": "libxxhash0"}
 
 
-def _load():
-    try:
-        return tf.load_op_library(_LIBRARY)
-    except (tf.errors.NotFoundError, OSError) as e:
-        try:
-            from scanforge_tf._build_info import TENSORFLOW_VERSION as built_for
-        except ImportError:
-            built_for = "unknown"
+def _major_minor(version):
+    return ".".join(version.split(".")[:2])
+
+
+def check_tensorflow_version(built_for, running):
+    """Raises ImportError when the op was built for another TensorFlow release: an op library
+    loads only under the TensorFlow (major.minor) it was compiled against, and loading it
+    under another can crash the process instead of failing."""
+    if built_for and _major_minor(built_for) != _major_minor(running):
         raise ImportError(
-            f"scanforge_tf: cannot load {_LIBRARY} (built for TensorFlow {built_for}, running "
-            f"{tf.__version__}): {e}. Rebuild it against this TensorFlow: "
-            "pip install --no-build-isolation <scanforge checkout>") from e
+            f"scanforge_tf: the op library was built against TensorFlow {built_for}, but this "
+            f"Python runs TensorFlow {running}; install TensorFlow {_major_minor(built_for)}.* "
+            f"or {_REBUILD}")
+
+
+def load_failure_message(path, error, built_for, running):
+    """What tf.load_op_library's error means, naming the cause: a missing library, a symbol
+    this TensorFlow lacks, or else the loader's own words."""
+    missing = re.search(r"([\w.+-]+\.so[\w.]*): cannot open shared object file", error)
+    if missing:
+        library = missing.group(1)
+        package = _DEBIAN_PACKAGES.get(library)
+        where = (f" (Debian/Ubuntu package {package}; scripts/install-deps.sh installs every "
+                 "build dependency)" if package else "")
+        return (f"scanforge_tf: cannot load {path}: it needs the shared library {library}, "
+                f"which is not installed or not on the loader's path{where}. Loader: {error}")
+    symbol = re.search(r"undefined symbol: (\S+)", error)
+    if symbol:
+        return (f"scanforge_tf: cannot load {path}: symbol {symbol.group(1)} is missing, so the "
+                f"library does not match TensorFlow {running} (built for {built_for}); "
+                f"{_REBUILD}. Loader: {error}")
+    return f"scanforge_tf: cannot load {path} (built for TensorFlow {built_for}): {error}"
+
+
+def _load(path=_LIBRARY):
+    try:
+        from scanforge_tf._build_info import TENSORFLOW_VERSION as built_for
+    except ImportError:
+        built_for = None
+    check_tensorflow_version(built_for, tf.__version__)
+    try:
+        return tf.load_op_library(path)
+    except (tf.errors.NotFoundError, OSError) as e:
+        raise ImportError(load_failure_message(path, str(e), built_for or "an unknown version",
+                                               tf.__version__)) from e
 
 
 _ops = _load()
