@@ -66,3 +66,18 @@ def test_build_without_scikit_build_core_says_what_to_install():
                             env={"PATH": os.environ.get("PATH", "")})
     assert result.returncode != 0
     assert "pip install 'scikit-build-core>=0.10', then run again" in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="needs ldd")
+def test_the_op_carries_the_libraries_it_links():
+    """Lua, Jansson and xxHash sit next to the op and are what the loader picks (RPATH
+    $ORIGIN), so the wheel loads where they are not installed."""
+    package = pathlib.Path(ops._LIBRARY).parent
+    resolved = {}
+    for line in subprocess.run(["ldd", ops._LIBRARY], capture_output=True, text=True).stdout.splitlines():
+        name, _, where = line.strip().partition(" => ")
+        resolved[name] = where.split(" (")[0]
+    for soname in ("liblua5.4.so.0", "libjansson.so.4", "libxxhash.so.0"):
+        assert (package / soname).is_file(), soname
+        where = resolved.get(soname)
+        assert where and pathlib.Path(where).resolve() == (package / soname).resolve(), (soname, where)
