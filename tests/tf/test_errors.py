@@ -107,3 +107,17 @@ def test_inputs_that_are_not_tensors():
     assert out.shape == (batch, dim, L)
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"\bdelta\b.*float64"):
         scanforge_tf.selective_scan(**{**a, "delta": a["delta"].astype("float64")})
+
+
+def test_unknown_rank_B_may_be_fixed_float32_under_float16_u():
+    """A graph traced with B's rank unknown cannot tell fixed from variable: no dtype is
+    assumed for it at trace time; the kernel checks with the rank known."""
+    u = tf.ones([batch, dim, L], tf.float16)
+
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)])
+    def f(B):
+        return scanforge_tf.selective_scan(u, u, -tf.ones([dim, N]), B, tf.ones([batch, 1, N, L], tf.float16))
+
+    assert f(tf.ones([dim, N])).shape == (batch, dim, L)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\bB\b"):
+        f(tf.ones([batch, 1, N, L]))

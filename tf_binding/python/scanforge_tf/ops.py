@@ -107,9 +107,10 @@ def _check_dtypes(u, delta, A, B, C, D, z, delta_bias, initial_state):
         raise _invalid(f"u: expected dtype float32, float16 or bfloat16, got {T.name}")
     expected = [("delta", delta, T, "u's dtype"), ("A", A, tf.float32, "A is float32")]
     for name, x in (("B", B), ("C", C)):
+        # Another or an unknown rank: the op's shape check names the argument.
         if x.shape.rank == 2:
             expected.append((name, x, tf.float32, f"a fixed (dim, N) {name} is float32"))
-        else:
+        elif x.shape.rank in (3, 4):
             expected.append((name, x, T, f"a variable {name} has u's dtype"))
     expected += [("D", D, tf.float32, "D is float32"), ("z", z, T, "u's dtype"),
                  ("delta_bias", delta_bias, tf.float32, "delta_bias is float32"),
