@@ -12,7 +12,7 @@ bash scripts/install-deps.sh
 # The CUDA toolkit is hidden from CMake: a CPU-only install must build with the CUDA headers
 # TensorFlow ships (cmake/cuda_headers.cmake).
 "$python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps \
-  -C cmake.define.CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON .
+  --config-settings=cmake.define.CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON .
 "$python" -c "import tensorflow as tf, scanforge_tf; print('scanforge_tf', scanforge_tf.__version__, 'on TensorFlow', tf.__version__)"
 # Run from tests/tf so the installed package, not the source tree, is what gets imported.
 cd tests/tf
