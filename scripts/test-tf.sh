@@ -9,7 +9,10 @@ bash scripts/install-deps.sh
 # pip skips what is already there; tensorflow is the GPU-capable wheel users run.
 "$python" -m pip install --quiet "tensorflow>=2.16,<3" "scikit-build-core>=0.10" pytest numpy
 # --no-build-isolation: the op must be compiled against the very TensorFlow that loads it.
-"$python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps .
+# The CUDA toolkit is hidden from CMake: a CPU-only install must build with the CUDA headers
+# TensorFlow ships (cmake/cuda_headers.cmake).
+"$python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps \
+  --config-settings=cmake.define.CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON .
 "$python" -c "import tensorflow as tf, scanforge_tf; print('scanforge_tf', scanforge_tf.__version__, 'on TensorFlow', tf.__version__)"
 # Run from tests/tf so the installed package, not the source tree, is what gets imported.
 cd tests/tf

@@ -29,9 +29,12 @@ BAD = {
     "B rank 1": (replaced(B=tf.ones([N])), "B"),
     "B groups do not divide dim": (replaced(B=tf.ones([batch, 3, N, L]), C=tf.ones([batch, 3, N, L])), "B"),
     "C groups differ from B": (replaced(C=tf.ones([batch, 2, N, L])), "C"),
+    "C one group, B two": (replaced(B=tf.ones([batch, 2, N, L]), C=tf.ones([batch, N, L])), "C"),
     "C state size": (replaced(C=tf.ones([batch, 1, N + 1, L])), "C"),
     "fixed B not float32": (replaced(u=tf.ones([batch, dim, L], tf.bfloat16), delta=tf.ones([batch, dim, L], tf.bfloat16),
                                      B=tf.ones([dim, N], tf.bfloat16), C=tf.ones([batch, 1, N, L], tf.bfloat16)), "B"),
+    "z dtype": (replaced(z=tf.ones([batch, dim, L], tf.float16)), "z"),
+    "initial_state dtype": (replaced(initial_state=tf.ones([batch, dim, N], tf.float16)), "initial_state"),
     "D size": (replaced(D=tf.ones([dim + 2])), "D"),
     "z batch": (replaced(z=tf.ones([batch + 1, dim, L])), "z"),
     "delta_bias rank": (replaced(delta_bias=tf.ones([dim, 1])), "delta_bias"),
@@ -47,7 +50,8 @@ def test_eager_bad_input(case):
         scanforge_tf.selective_scan(**args)
 
 
-@pytest.mark.parametrize("case", ["u rank 2", "delta length", "B groups do not divide dim", "D size", "delta dtype"])
+@pytest.mark.parametrize("case", ["u rank 2", "delta length", "B groups do not divide dim", "D size", "delta dtype",
+                                  "z dtype", "C one group, B two"])
 def test_graph_bad_input(case):
     args, name = BAD[case]
 
@@ -94,3 +98,26 @@ def test_process_survives_and_op_still_works():
             scanforge_tf.selective_scan(**args)
     out = scanforge_tf.selective_scan(**good())
     assert out.shape == (batch, dim, L)
+
+
+def test_inputs_that_are_not_tensors():
+    """Arrays and lists are converted as tf.convert_to_tensor does; a wrong dtype is named."""
+    a = {k: v.numpy() for k, v in good().items()}
+    out = scanforge_tf.selective_scan(**a, D=[1.0] * dim)
+    assert out.shape == (batch, dim, L)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\bdelta\b.*float64"):
+        scanforge_tf.selective_scan(**{**a, "delta": a["delta"].astype("float64")})
+
+
+def test_unknown_rank_B_may_be_fixed_float32_under_float16_u():
+    """A graph traced with B's rank unknown cannot tell fixed from variable: no dtype is
+    assumed for it at trace time; the kernel checks with the rank known."""
+    u = tf.ones([batch, dim, L], tf.float16)
+
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)])
+    def f(B):
+        return scanforge_tf.selective_scan(u, u, -tf.ones([dim, N]), B, tf.ones([batch, 1, N, L], tf.float16))
+
+    assert f(tf.ones([dim, N])).shape == (batch, dim, L)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\bB\b"):
+        f(tf.ones([batch, 1, N, L]))

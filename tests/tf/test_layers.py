@@ -1,6 +1,7 @@
 """test_layers.py: MambaVisionMixer against a pure-TensorFlow float64 mixer, SelectiveScan, fit, saving."""
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import scanforge_tf
@@ -108,21 +109,47 @@ def test_selective_scan_layer_equals_the_function():
     np.testing.assert_array_equal(last.numpy(), ref_last.numpy())
 
 
-def test_selective_scan_layer_under_mixed_bfloat16_policy():
-    """Keras casts A, D and delta_bias to bfloat16 under the policy; the layer gives the op
-    float32 for them and bfloat16 activations, and matches the float32 layer."""
+# Under a mixed policy the scan runs in the compute dtype: bars against the float32 layer.
+MIXED = {"mixed_bfloat16": (tf.bfloat16, 3e-2), "mixed_float16": (tf.float16, 5e-3)}
+
+
+def scan_layer_run(policy, fixed_bc):
+    """SelectiveScan with every optional input (fixed or variable B and C) under `policy`:
+    out, last_state and the gradient of every input, as float64 arrays."""
     rng = np.random.default_rng(7)
     f = lambda *s: tf.constant(rng.standard_normal(s), tf.float32)
-    u, delta, A, B, C, D, bias = f(2, 8, 40), f(2, 8, 40), -tf.exp(f(8, 4)), f(2, 4, 40), f(2, 4, 40), f(8), f(8)
-    reference = SelectiveScan(delta_softplus=True)(u, delta, A, B, C, D=D, delta_bias=bias - 3.0).numpy()
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    args = dict(u=f(2, 8, 40), delta=f(2, 8, 40), A=-tf.exp(f(8, 4)),
+                B=f(8, 4) if fixed_bc else f(2, 2, 4, 40), C=f(8, 4) if fixed_bc else f(2, 2, 4, 40),
+                D=f(8), z=f(2, 8, 40), delta_bias=f(8) - 3.0, initial_state=0.1 * f(2, 8, 4))
+    keras.mixed_precision.set_global_policy(policy)
     try:
-        layer = SelectiveScan(delta_softplus=True)
-        out = layer(u, delta, A, B, C, D=D, delta_bias=bias - 3.0)
+        layer = SelectiveScan(delta_softplus=True, return_last_state=True)
+        with tf.GradientTape() as tape:
+            tape.watch(list(args.values()))
+            out, last = layer(**args)
+            loss = tf.reduce_sum(tf.cast(out, tf.float32) ** 2) + tf.reduce_sum(last ** 2)
+        grads = tape.gradient(loss, args)
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    assert out.dtype == tf.bfloat16
-    assert relerr(tf.cast(out, tf.float64), reference) <= 3e-2
+    as64 = lambda t: tf.cast(t, tf.float64).numpy()
+    return out.dtype, as64(out), as64(last), {k: as64(g) for k, g in grads.items()}
+
+
+@pytest.mark.parametrize("fixed_bc", [False, True], ids=["variable_BC", "fixed_BC"])
+@pytest.mark.parametrize("policy", list(MIXED))
+def test_selective_scan_layer_under_mixed_policy(policy, fixed_bc):
+    """Keras casts A, D, delta_bias and the state to the compute dtype under the policy;
+    the layer gives the op float32 for them and low-precision activations, and matches the
+    float32 layer in its outputs and every gradient."""
+    dtype, bar = MIXED[policy]
+    _, ref_out, ref_last, ref_grads = scan_layer_run("float32", fixed_bc)
+    out_dtype, out, last, grads = scan_layer_run(policy, fixed_bc)
+    assert out_dtype == dtype
+    assert relerr(out, ref_out) <= bar
+    assert relerr(last, ref_last) <= bar
+    for name, g in grads.items():
+        assert np.all(np.isfinite(g)), name
+        assert relerr(g, ref_grads[name]) <= 2 * bar, name
 
 
 def small_model(L=16, d_model=16):
@@ -155,23 +182,50 @@ def test_keras_model_save_and_load(tmp_path):
     np.testing.assert_array_equal(reloaded(x).numpy(), expected)
 
 
-def test_mixer_under_mixed_bfloat16_policy():
-    """bf16 activations, float32 A, D and delta_bias: close to the float32 layer, all gradients."""
+@pytest.mark.parametrize("policy", list(MIXED))
+def test_mixer_under_mixed_policy(policy):
+    """Low-precision activations, float32 A, D and delta_bias: close to the float32 layer,
+    in the output and every weight's gradient."""
+    dtype, bar = MIXED[policy]
     rng = np.random.default_rng(6)
     w = torch_state_dict(rng, 32, 8, 3, 1)
     x = tf.constant(rng.standard_normal((2, 49, 32)), tf.float32)
-    reference = MambaVisionMixer(32)
-    reference.load_torch_state_dict(w)
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    try:
+
+    def run():
         mixer = MambaVisionMixer(32)
         mixer.load_torch_state_dict(w)
         with tf.GradientTape() as tape:
             out = mixer(x)
             loss = tf.reduce_sum(tf.cast(out, tf.float32) ** 2)
-        grads = tape.gradient(loss, mixer.trainable_variables)
+        return out, tape.gradient(loss, mixer.trainable_variables)
+
+    reference, ref_grads = run()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        out, grads = run()
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    assert out.dtype == tf.bfloat16
-    assert all(g is not None for g in grads)
-    assert relerr(tf.cast(out, tf.float64), reference(x).numpy()) <= 3e-2
+    assert out.dtype == dtype
+    assert relerr(tf.cast(out, tf.float64), reference.numpy()) <= bar
+    for g, ref in zip(grads, ref_grads):
+        assert g.dtype == tf.float32  # float32 weights under a mixed policy
+        assert relerr(tf.cast(g, tf.float64), ref.numpy()) <= 4 * bar
+
+
+def test_fit_under_mixed_float16_lowers_the_loss():
+    """mixed_float16 training wraps the optimizer in Keras's LossScaleOptimizer; the scaled
+    loss goes through the scan's float16 gradient and the loss still falls."""
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 16, 16)).astype(np.float32)
+    y = (x[:, :8, :4].sum(axis=(1, 2)) / 4.0)[:, None].astype(np.float32)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = small_model()
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+        assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+        history = model.fit(x, y, batch_size=16, epochs=6, verbose=0).history["loss"]
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert np.all(np.isfinite(history))
+    assert history[-1] < 0.7 * history[0], history

@@ -113,6 +113,16 @@ def test_three_dimensional_B_and_C_are_one_group(rng):
     dB, dC = tape.gradient(out, [B3, C3])
     assert dB.shape == B3.shape and dC.shape == C3.shape
     assert ref.relerr(out, ref.forward(exact)[0]) <= 1e-5
+    # The op takes (batch, N, L) itself: the same numbers as (batch, 1, N, L).
+    B4, C4 = t["B"], t["C"]
+    with tf.GradientTape() as tape:
+        tape.watch([B4, C4])
+        out4 = scanforge_tf.selective_scan(t["u"], t["delta"], t["A"], B4, C4, D=t["D"], z=t["z"],
+                                           delta_bias=t["delta_bias"], delta_softplus=True)
+    dB4, dC4 = tape.gradient(out4, [B4, C4])
+    np.testing.assert_array_equal(out.numpy(), out4.numpy())
+    np.testing.assert_array_equal(dB.numpy(), dB4.numpy()[:, 0])
+    np.testing.assert_array_equal(dC.numpy(), dC4.numpy()[:, 0])
 
 
 @pytest.mark.parametrize("name", ["u", "delta", "A", "B", "C", "D", "z", "delta_bias", "h0"])

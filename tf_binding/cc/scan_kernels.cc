@@ -59,11 +59,16 @@ absl::Status SharedContext(sf_context** out) {
   return absl::OkStatus();
 }
 
-// Logs each of the kernel cache's warnings (memory-only fallback, a skipped read-only
+// Logs bad environment variables and each of the kernel cache's warnings (memory-only fallback, a skipped read-only
 // layer, a damaged entry) once per process through TensorFlow's log: the library never
 // prints, and unheard, a refused cache means every serving process recompiles its kernels.
 // Called after every library call, since some warnings only arise as kernels load.
 void ReportCacheWarnings(const sf_context* sf) {
+  // Bad environment variables (sf_environment_warning), once, at the first call.
+  static std::once_flag environment_once;
+  std::call_once(environment_once, [] {
+    if (const char* text = sf_environment_warning()) LOG(WARNING) << "scanforge: " << text;
+  });
   static std::mutex mu;
   static std::atomic<size_t> reported{0};
   const size_t count = sf_context_warning_count(sf);

@@ -3,8 +3,8 @@
 // Optional inputs (D, z, delta_bias, h0, and the gradient's d_last_state) are always
 // present as inputs; a bool attr has_<name> says whether they carry data, and an absent
 // one is an empty tensor (shape [0]). Gradients of absent inputs come back empty too.
-// B and C are fixed (dim, N) float32 at rank 2, variable (batch, groups, N, L) in T at
-// rank 4.
+// B and C are fixed (dim, N) float32 at rank 2, variable in T at rank 3 (batch, N, L: one
+// group) or rank 4 (batch, groups, N, L).
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tf_binding/cc/dtypes.h"

@@ -69,7 +69,8 @@ absl::Status CheckAbsent(const PartialShape& s, const char* arg, const char* fla
                                                  " must be an empty tensor, got shape ", Format(s)));
 }
 
-// B or C: rank 2 is fixed (dim, N) float32, rank 4 is variable (batch, groups, N, L) in T.
+// B or C: rank 2 is fixed (dim, N) float32; rank 3 (batch, N, L) or rank 4 (batch, groups, N, L)
+// is variable, in T.
 absl::Status MatchStateInput(const PartialShape& s, sf_dtype type, sf_dtype T, const char* arg, Size* batch,
                              Size* dim, Size* groups, Size* N, Size* L, int* var) {
   *var = -1;
@@ -81,17 +82,23 @@ absl::Status MatchStateInput(const PartialShape& s, sf_dtype type, sf_dtype T, c
                                                      sf_dtype_name(type)));
     return Match(s, arg, "(dim, N)", {dim, N});
   }
-  if (s.rank == 4) {
+  if (s.rank == 3 || s.rank == 4) {
     *var = 1;
     if (type != T)
-      return absl::InvalidArgumentError(absl::StrCat(arg, ": a variable ", arg,
-                                                     " (rank 4, (batch, groups, N, L)) must have u's dtype ",
-                                                     sf_dtype_name(T), ", got ", sf_dtype_name(type)));
-    return Match(s, arg, "(batch, groups, N, L)", {batch, groups, N, L});
+      return absl::InvalidArgumentError(absl::StrCat(arg, ": a variable ", arg, " (rank ", s.rank,
+                                                     ") must have u's dtype ", sf_dtype_name(T), ", got ",
+                                                     sf_dtype_name(type)));
+    if (s.rank == 4) return Match(s, arg, "(batch, groups, N, L)", {batch, groups, N, L});
+    // (batch, N, L) is one group, laid out as (batch, 1, N, L): no reshape per call.
+    if (groups->value > 1)
+      return absl::InvalidArgumentError(absl::StrCat(arg, ": a rank-3 (batch, N, L) ", arg, " is one group, but ",
+                                                     groups->source, " has groups = ", groups->value));
+    if (groups->value < 0) *groups = Size{"groups", 1, arg};
+    return Match(s, arg, "(batch, N, L)", {batch, N, L});
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      arg, ": expected rank 2 (dim, N) for a fixed ", arg, " or rank 4 (batch, groups, N, L) for a variable one, got rank ",
-      s.rank, " (shape ", Format(s), "); scanforge_tf.selective_scan also takes (batch, N, L)"));
+      arg, ": expected rank 2 (dim, N) for a fixed ", arg, ", rank 3 (batch, N, L) or rank 4 (batch, groups, N, L) for a variable one, got rank ",
+      s.rank, " (shape ", Format(s), ")"));
 }
 
 }  // namespace
