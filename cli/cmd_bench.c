@@ -15,7 +15,7 @@
 #include "runtime/context.h"
 #include "runtime/cuda_context.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/kernels.h"
 #include "runtime/target.h"
 #include "scanforge/scanforge.h"

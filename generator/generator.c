@@ -9,8 +9,8 @@
 #include "generator/sandbox.h"
 #include "generator/template_compiler.h"
 #include "generator/template_set.h"
-#include "generator/text_buffer.h"
-#include "runtime/error.h"
+#include "base/text_buffer.h"
+#include "base/error.h"
 
 enum { MAX_OUTPUT_BYTES = 16 << 20 };
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generator/text_buffer.h"
-#include "runtime/error.h"
+#include "base/text_buffer.h"
+#include "base/error.h"
 
 /* Appends s[0..n) as the body of a double-quoted Lua string. */
 static void append_quoted(sf_text_buffer *b, const char *s, size_t n) {

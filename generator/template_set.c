@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 const char *sf_template_dir(void) {
   const char *dir = getenv("SCANFORGE_TEMPLATE_DIR");

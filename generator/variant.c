@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "scanforge/scanforge.h"
 
 #define KEYS_ALLOWED \

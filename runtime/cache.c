@@ -14,8 +14,8 @@
 #include "runtime/cache_entry.h"
 #include "runtime/cache_internal.h"
 #include "runtime/cache_lock.h"
-#include "runtime/env.h"
-#include "runtime/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 enum { DEFAULT_MAX_BYTES = 1u << 30, SUBDIR_MAX = 64 };
 

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/env.h"
-#include "runtime/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 static char *join(const char *a, const char *b) {
   size_t n = strlen(a) + strlen(b) + 1;
@@ -20,7 +20,7 @@ static char *join(const char *a, const char *b) {
   return s;
 }
 
-/* The variable's value when it is set and usable (runtime/env.c says why not once). */
+/* The variable's value when it is set and usable (base/env.c says why not once). */
 static const char *usable_env(sf_env_var var) {
   sf_env_value v;
   return sf_env_get(var, &v) ? v.text : NULL;

@@ -13,8 +13,8 @@
 #include "runtime/cache_entry.h"
 #include "runtime/cache_internal.h"
 #include "runtime/cache_lock.h"
-#include "runtime/env.h"
-#include "runtime/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 enum { MANIFEST_READ_MAX = 1 << 20 };
 

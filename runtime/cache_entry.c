@@ -13,7 +13,7 @@
 
 #include <xxhash.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 static const char entry_magic[8] = {'S', 'F', 'C', 'A', 'C', 'H', 'E', 1};
 

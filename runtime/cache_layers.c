@@ -8,7 +8,7 @@
 
 #include "runtime/cache_dir.h"
 #include "runtime/cache_internal.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 static void skip(sf_cache *cache, sf_cache_layer *layer, const char *why) {
   char text[4096];

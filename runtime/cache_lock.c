@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 /* Lock files are unlinked by their holder on release so they do not pile up. A waiter may
  * then wake up holding a file no longer at `path`; it sees that the inode at `path`

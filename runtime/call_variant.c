@@ -1,7 +1,7 @@
 /* call_variant.c: the variant a call runs: its function from the arguments, its knobs from tuning. */
 #include "runtime/call_variant.h"
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "tuning/select.h"
 
 /* The spec may change the launch configuration, never the function computed. */

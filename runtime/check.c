@@ -8,8 +8,8 @@
 
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_context.h"
-#include "runtime/error.h"
-#include "runtime/half.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "runtime/random_inputs.h"
 #include "runtime/reference.h"
 #include "runtime/relerr.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/nvrtc.h"
 
 /* Every compile gets these options besides the arch. Generated sources include no

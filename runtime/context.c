@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/module.h"
 
 sf_status sf_context_create(const sf_context_options *options, sf_context **out) {

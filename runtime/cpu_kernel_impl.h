@@ -18,7 +18,7 @@
 
 #include "runtime/cpu_kernel.h"
 #include "runtime/cpu_vec.h"
-#include "runtime/half.h"
+#include "base/half.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/env.h"
+#include "base/env.h"
 
 #define SF_CPU_KERNELS sf_cpu_kernels_portable
 #define SF_CPU_KERNELS_LABEL "portable"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "runtime/cpu_kernel.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/scan_args.h"
 
 typedef struct scan_job {

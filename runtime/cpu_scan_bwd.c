@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/cpu_kernel.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/scan_args.h"
 #include "runtime/scan_bwd_args.h"
 

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 /* Published with release once retained, so later calls read them without the lock. */
 static _Atomic(CUcontext) primary_contexts[SF_MAX_DEVICES];

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/env.h"
-#include "runtime/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 /* Stringifies after macro expansion, so SF_CU_SYMBOL(cuMemAlloc) is "cuMemAlloc_v2":
  * the symbol whose ABI matches the prototype cuda.h gives the plain name. */

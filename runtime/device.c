@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 sf_status sf_device_count(int *count) {
   if (!count) return sf_fail(SF_EINVAL, "sf_device_count: count is NULL");

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 typedef struct entry {
   uint64_t hash; /* compared first: most probes of a miss stop here */

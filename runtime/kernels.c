@@ -9,7 +9,7 @@
 #include "generator/template_set.h"
 #include "runtime/compile.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/module.h"
 
 /* ---- the binary of a variant ------------------------------------------------------ */

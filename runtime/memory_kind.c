@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 sf_status sf_memory_kind_of(const void *ptr, sf_memory_kind *kind) {
   if (!kind) return sf_fail(SF_EINVAL, "sf_memory_kind_of: kind is NULL");

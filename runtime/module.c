@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 /* The JIT error log kept for the message; ptxas errors are a few lines each. */
 enum { JIT_LOG_BYTES = 16384 };

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/env.h"
-#include "runtime/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 /* Newest first: a newer NVRTC knows more GPUs. */
 static const char *const library_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};

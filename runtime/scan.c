@@ -7,7 +7,7 @@
 #include "runtime/context.h"
 #include "runtime/cpu_scan.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/kernel_params.h"
 #include "runtime/launch_params.h"
 #include "runtime/kernels.h"

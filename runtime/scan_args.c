@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 enum { MIN_INTERVAL = 64, MAX_INTERVAL = 512, MAX_DSTATE = 256 };
 

@@ -1,6 +1,6 @@
 /* scan_bwd.c: sf_scan_bwd: validate, then run on the host (CPU) or the device (GPU). */
 #include "runtime/cpu_scan_bwd.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/scan_bwd_args.h"
 #include "runtime/scan_bwd_gpu.h"
 

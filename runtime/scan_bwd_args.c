@@ -3,7 +3,7 @@
 
 #include <stdint.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/scan_args.h"
 
 bool sf_scan_bwd_has_work(const sf_scan_bwd_args *args) {

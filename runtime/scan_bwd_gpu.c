@@ -5,7 +5,7 @@
 
 #include "runtime/call_variant.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/kernel_params.h"
 #include "runtime/launch_params.h"
 #include "runtime/kernels.h"

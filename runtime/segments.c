@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "runtime/env.h"
+#include "base/env.h"
 #include "runtime/kernels.h"
 #include "runtime/scan_args.h"
 

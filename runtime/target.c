@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 sf_status sf_target_arch(int cc_major, int cc_minor, const int *archs, int arch_count,
                          sf_target *target) {

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "runtime/cache_dir.h"
-#include "runtime/env.h"
-#include "runtime/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 /* ---- knobs ----------------------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 sf_status sf_tune_defaults_load(sf_tune_db *out, char **warning) {
   sf_tune_db_init(out);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 typedef struct row {
   int seqlen_bucket, rows_bucket;

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "runtime/cuda_context.h"
-#include "runtime/error.h"
-#include "runtime/half.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "runtime/random_inputs.h"
 
 /* ---- statistics ------------------------------------------------------------------------ */

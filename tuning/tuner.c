@@ -16,7 +16,7 @@
 #include "runtime/context.h"
 #include "runtime/cuda_context.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/kernels.h"
 #include "tuning/heuristics.h"
 #include "tuning/measure.h"

@@ -9,7 +9,7 @@
 #include "generator/generator.h"
 #include "generator/template_set.h"
 #include "runtime/compile.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "scanforge/scanforge.h"
 #include "tests/support/temp_dir.h"
 

@@ -8,7 +8,7 @@
 
 #include "runtime/cuda_context.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/kernel_table.h"
 #include "runtime/memory_kind.h"
 #include "runtime/module.h"

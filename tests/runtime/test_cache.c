@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "runtime/cache.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
 

@@ -16,7 +16,7 @@
 
 #include "runtime/cache.h"
 #include "runtime/cache_entry.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "tests/support/temp_dir.h"
 
 enum { PAYLOAD_BYTES = 16 << 10 };

@@ -18,7 +18,7 @@
 #include "runtime/cache.h"
 #include "runtime/compile.h"
 #include "runtime/context.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/kernels.h"
 #include "tests/support/temp_dir.h"
 

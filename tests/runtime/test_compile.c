@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "runtime/compile.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 /* A kernel with shared memory, so the ptxas report has every field. */
 static const char good_kernel[] =

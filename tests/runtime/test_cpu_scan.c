@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "runtime/cpu_scan.h"
-#include "runtime/half.h"
+#include "base/half.h"
 #include "runtime/reference.h"
 #include "runtime/random_inputs.h"
 #include "runtime/relerr.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "runtime/cache.h"
-#include "runtime/env.h"
+#include "base/env.h"
 #include "scanforge/scanforge.h"
 
 static const char overflow[] = "99999999999999999999";

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "runtime/half.h"
+#include "base/half.h"
 
 /* Every finite fp16 value as a double, computed from its fields, independent of half.h. */
 static double half_value(uint16_t h) {

@@ -22,7 +22,7 @@
 
 #include "runtime/cache.h"
 #include "runtime/cache_entry.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "tests/support/temp_dir.h"
 
 #ifndef SCANFORGE_CLI_PATH

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 /* Layout, in pixels (points in an SVG). */
 enum {

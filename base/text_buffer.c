@@ -1,5 +1,5 @@
 /* text_buffer.c: a growable byte buffer that remembers an allocation failure. */
-#include "generator/text_buffer.h"
+#include "base/text_buffer.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* secure_getenv */
 #endif
-#include "runtime/env.h"
+#include "base/env.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* error.c: status names and the per-thread last error message. */
-#include "runtime/error.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* half.c: whole-array conversions between an activation type and fp32. */
-#include "runtime/half.h"
+#include "base/half.h"
 
 void sf_convert_to_float(sf_dtype dtype, const void *src, int64_t n, float *dst) {
   const uint16_t *h = src;
