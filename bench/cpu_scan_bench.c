@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/cpu_scan.h"
-#include "runtime/cpu_scan_bwd.h"
+#include "runtime/cpu/cpu_scan.h"
+#include "runtime/cpu/cpu_scan_bwd.h"
 
 /* Wall time, or with SF_BENCH_CPU_TIME set the process's CPU time (steadier on a shared
  * machine; with one thread it is the work itself). */

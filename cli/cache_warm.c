@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "runtime/compile.h"
-#include "runtime/kernels.h"
+#include "runtime/compile/compile.h"
+#include "runtime/launch/kernels.h"
 #include "tuning/heuristics.h"
 
 enum { MAX_TARGETS = 32, MAX_VARIANTS = 4096 };

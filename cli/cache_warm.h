@@ -2,7 +2,7 @@
 #ifndef SCANFORGE_CLI_CACHE_WARM_H
 #define SCANFORGE_CLI_CACHE_WARM_H
 
-#include "runtime/cache.h"
+#include "runtime/cache/cache.h"
 
 /* Compiles every variant of `grid` ("default" or a file of specs) for every target of
  * `arch_list` ("sm_80,sm_90") into the cache with `jobs` threads (<= 0: one per CPU),

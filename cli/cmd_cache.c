@@ -10,7 +10,7 @@
 
 #include "cli/cache_warm.h"
 #include "cli/commands.h"
-#include "runtime/cache.h"
+#include "runtime/cache/cache.h"
 
 static void usage(FILE *out) {
   fprintf(out,

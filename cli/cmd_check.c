@@ -9,8 +9,8 @@
 #include "cli/scan_common.h"
 #include "generator/generator.h"
 #include "generator/template_set.h"
-#include "runtime/check.h"
-#include "runtime/kernels.h"
+#include "runtime/check/check.h"
+#include "runtime/launch/kernels.h"
 #include "scanforge/scanforge.h"
 
 static void usage(FILE *out) {

@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "generator/generator.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "scanforge/scanforge.h"
 
 static void usage(FILE *out) {

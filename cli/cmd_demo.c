@@ -6,12 +6,12 @@
 #include "cli/commands.h"
 #include "cli/scan_common.h"
 #include "generator/generator.h"
-#include "runtime/cache.h"
-#include "runtime/check.h"
-#include "runtime/compile.h"
-#include "runtime/context.h"
-#include "runtime/kernels.h"
-#include "runtime/target.h"
+#include "runtime/cache/cache.h"
+#include "runtime/check/check.h"
+#include "runtime/compile/compile.h"
+#include "runtime/launch/context.h"
+#include "runtime/launch/kernels.h"
+#include "runtime/compile/target.h"
 #include "scanforge/scanforge.h"
 
 static void usage(FILE *out) {

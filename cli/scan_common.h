@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/check.h"
+#include "runtime/check/check.h"
 #include "scanforge/scanforge.h"
 
 /* "BATCH,DIM,L,N": four positive integers, N at most 256. False on anything else. */

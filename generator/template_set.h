@@ -26,7 +26,7 @@ const char *sf_template_dir(void);
 sf_status sf_template_dir_check(void);
 
 /* The name generated sources give a template in their #line directives: its path in the
- * repository ("templates/scan_fwd.tpl", "runtime/kernel_params.h"), the same on every
+ * repository ("templates/scan_fwd.tpl", "runtime/launch/kernel_params.h"), the same on every
  * machine and whether or not SCANFORGE_TEMPLATE_DIR is set, so cache keys do not depend
  * on where the templates were read from. A file only a template directory has is
  * "templates/<name>". Never NULL. */

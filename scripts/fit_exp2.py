@@ -1,4 +1,4 @@
-"""fit_exp2.py: the coefficients of runtime/cpu_vec.h's 2^r polynomial, for |r| <= 1/2.
+"""fit_exp2.py: the coefficients of runtime/cpu/cpu_vec.h's 2^r polynomial, for |r| <= 1/2.
 
     python3 scripts/fit_exp2.py
 

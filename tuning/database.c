@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/cache_dir.h"
+#include "runtime/cache/cache_dir.h"
 #include "base/env.h"
 #include "base/error.h"
 

@@ -36,7 +36,7 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       return;
     }
     /* Fewer channels over more than one state interval: segments of the sequence are
-     * scanned in parallel (runtime/segments.h), so lanes over states win again
+     * scanned in parallel (runtime/launch/segments.h), so lanes over states win again
      * (docs/perf.md, forward v8-v9; H200): under a thousand channels, 8 lanes and 8
      * channels ((1,64,65536,16) fp32 109 us against 457 us with 256 threads over time;
      * (1,768,1024,16) 29 us against 69); a thousand or more, 4 lanes and 16 channels

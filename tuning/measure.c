@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cuda_context.h"
+#include "runtime/cuda/cuda_context.h"
 #include "base/error.h"
 #include "base/half.h"
-#include "runtime/random_inputs.h"
+#include "runtime/check/random_inputs.h"
 
 /* ---- statistics ------------------------------------------------------------------------ */
 

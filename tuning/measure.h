@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "scanforge/scanforge.h"
 
 /* ---- statistics ------------------------------------------------------------------------ */

@@ -9,10 +9,10 @@
 #include <strings.h>
 
 #include "generator/template_set.h"
-#include "runtime/compile.h"
-#include "runtime/cuda_context.h"
+#include "runtime/compile/compile.h"
+#include "runtime/cuda/cuda_context.h"
 #include "base/env.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
 #include "tuning/defaults.h"
 #include "tuning/heuristics.h"

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "generator/generator.h"
-#include "runtime/check.h"
-#include "runtime/context.h"
-#include "runtime/cuda_context.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/check/check.h"
+#include "runtime/launch/context.h"
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
-#include "runtime/kernels.h"
+#include "runtime/launch/kernels.h"
 #include "tuning/heuristics.h"
 #include "tuning/measure.h"
 #include "tuning/select.h"

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/cache.h"
+#include "runtime/cache/cache.h"
 
 /* Runs the CLI with `args`, stdout and stderr together into *output (free it); returns
  * the exit status. */

@@ -1,6 +1,6 @@
 /* fake_libcuda.c: a pretend CUDA driver, for tests of host-side control flow on machines
  * without a GPU (load it with SCANFORGE_CUDA_LIBRARY). It defines the entry points that
- * runtime/cuda_driver.c resolves, under the names cuda.h maps them to. Device memory is
+ * runtime/cuda/cuda_driver.c resolves, under the names cuda.h maps them to. Device memory is
  * host memory (allocations above 64 MiB fail, so a bandwidth probe stays small), kernels
  * do nothing, events read the host's clock, one device: "Fake GPU", cc 9.0, 132 SMs.
  * Nothing it "computes" means anything: only that calls were made in a valid order with

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "generator/generator.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 
 /* Two compiles at a time: CI machines have two cores shared with other jobs. */
 enum { WORKERS = 2, MAX_SPECS = 128, SPEC_CHARS = 256 };

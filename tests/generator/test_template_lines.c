@@ -8,7 +8,7 @@
 
 #include "generator/generator.h"
 #include "generator/template_set.h"
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "base/error.h"
 #include "scanforge/scanforge.h"
 #include "tests/support/temp_dir.h"
@@ -57,7 +57,7 @@ static void check_lines_follow_templates(const char *spec) {
     char named[256];
     if (sscanf(line, "#line %ld \"%255[^\"]\"", &directed, named) == 2) {
       cr_assert_neq(named[0], '/', "%s: a #line names an absolute path: %s", spec, line);
-      cr_assert(strncmp(named, "templates/", 10) == 0 || strcmp(named, "runtime/kernel_params.h") == 0,
+      cr_assert(strncmp(named, "templates/", 10) == 0 || strcmp(named, "runtime/launch/kernel_params.h") == 0,
                 "%s: unexpected #line file %s", spec, named);
       snprintf(file, sizeof file, "%s", named);
       number = directed;
@@ -96,7 +96,7 @@ Test(template_lines, each_line_counts_as_its_template_line) {
 Test(template_lines, header_names_the_template) {
   char *source = generate("op=bwd,split=state,dstate=16,threads=4,items=16,channels=8,states=4");
   cr_expect_not_null(strstr(source, "\n// template: scan_bwd_states.tpl\n"), "%.300s", source);
-  cr_expect_not_null(strstr(source, "#line 1 \"runtime/kernel_params.h\"\n"));
+  cr_expect_not_null(strstr(source, "#line 1 \"runtime/launch/kernel_params.h\"\n"));
   cr_expect_not_null(strstr(source, "\"templates/dtype.tpl\"\n"), "the included dtype.tpl is not named");
   free(source);
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/check.h"
+#include "runtime/check/check.h"
 #include "scanforge/scanforge.h"
 #include "tests/support/gpu_fixture.h"
 

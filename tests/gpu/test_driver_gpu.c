@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cuda_context.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
-#include "runtime/kernel_table.h"
-#include "runtime/memory_kind.h"
-#include "runtime/module.h"
+#include "runtime/cuda/kernel_table.h"
+#include "runtime/cuda/memory_kind.h"
+#include "runtime/cuda/module.h"
 
 /* c[i] = a[i] + b[i] for i < n, staged through 1 KiB of static shared memory (so the
  * kernel has some to report); blocks of at most 256 threads. Written by hand: PTX needs

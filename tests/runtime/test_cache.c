@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/cache.h"
+#include "runtime/cache/cache.h"
 #include "base/error.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "runtime/cache.h"
-#include "runtime/cache_entry.h"
+#include "runtime/cache/cache.h"
+#include "runtime/cache/cache_entry.h"
 #include "base/error.h"
 #include "tests/support/temp_dir.h"
 

@@ -15,11 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/cache.h"
-#include "runtime/compile.h"
-#include "runtime/context.h"
+#include "runtime/cache/cache.h"
+#include "runtime/compile/compile.h"
+#include "runtime/launch/context.h"
 #include "base/error.h"
-#include "runtime/kernels.h"
+#include "runtime/launch/kernels.h"
 #include "tests/support/temp_dir.h"
 
 enum { NOBODY = 65534 };

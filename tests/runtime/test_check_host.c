@@ -1,7 +1,7 @@
 /* test_check_host.c: the check harness on the CPU path: the forward passes, and a broken run is caught. */
 #include <criterion/criterion.h>
 
-#include "runtime/check.h"
+#include "runtime/check/check.h"
 
 Test(check_host, cpu_forward_passes_for_each_dtype) {
   sf_context *ctx;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/compile.h"
+#include "runtime/compile/compile.h"
 #include "base/error.h"
 
 /* A kernel with shared memory, so the ptxas report has every field. */

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/check.h"
-#include "runtime/cpu_kernel.h"
-#include "runtime/cpu_scan.h"
-#include "runtime/cpu_scan_bwd.h"
+#include "runtime/check/check.h"
+#include "runtime/cpu/cpu_kernel.h"
+#include "runtime/cpu/cpu_scan.h"
+#include "runtime/cpu/cpu_scan_bwd.h"
 
 static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
 

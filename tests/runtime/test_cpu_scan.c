@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cpu_scan.h"
+#include "runtime/cpu/cpu_scan.h"
 #include "base/half.h"
-#include "runtime/reference.h"
-#include "runtime/random_inputs.h"
-#include "runtime/relerr.h"
+#include "runtime/check/reference.h"
+#include "runtime/check/random_inputs.h"
+#include "runtime/check/relerr.h"
 
 /* Flags of a case; ALL_FLAGS is everything on. */
 enum {

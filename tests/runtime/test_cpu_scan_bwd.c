@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/check.h"
-#include "runtime/cpu_scan.h"
-#include "runtime/cpu_scan_bwd.h"
-#include "runtime/random_inputs.h"
+#include "runtime/check/check.h"
+#include "runtime/cpu/cpu_scan.h"
+#include "runtime/cpu/cpu_scan_bwd.h"
+#include "runtime/check/random_inputs.h"
 
 /* ---- against the reference, through the check harness -------------------------------- */
 

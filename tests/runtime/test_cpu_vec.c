@@ -15,7 +15,7 @@
 #pragma GCC target("avx2,fma")
 #endif
 #define SF_VEC_AVX2 1
-#include "runtime/cpu_vec.h"
+#include "runtime/cpu/cpu_vec.h"
 
 enum { F_EXP2, F_EXP, F_SOFTPLUS, F_SIGMOID, F_EXP2_NONPOSITIVE };
 

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cuda_context.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
-#include "runtime/kernel_table.h"
-#include "runtime/memory_kind.h"
-#include "runtime/module.h"
-#include "runtime/target.h"
+#include "runtime/cuda/kernel_table.h"
+#include "runtime/cuda/memory_kind.h"
+#include "runtime/cuda/module.h"
+#include "runtime/compile/target.h"
 
 /* Criterion runs every test in its own process, so each test opens (or fails to open)
  * the driver afresh: the environment set at the top of a test is what the load sees. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cache.h"
+#include "runtime/cache/cache.h"
 #include "base/env.h"
 #include "scanforge/scanforge.h"
 

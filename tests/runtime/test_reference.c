@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/reference.h"
-#include "runtime/random_inputs.h"
-#include "runtime/relerr.h"
+#include "runtime/check/reference.h"
+#include "runtime/check/random_inputs.h"
+#include "runtime/check/relerr.h"
 
 /* ---- the cases: several shapes times every combination of flags -------------------- */
 

@@ -1,10 +1,10 @@
 /* test_segments.c: how the runtime cuts a sequence into segments scanned in parallel
- * (runtime/segments.h), for a GPU that holds a given number of blocks at once. */
+ * (runtime/launch/segments.h), for a GPU that holds a given number of blocks at once. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "runtime/segments.h"
+#include "runtime/launch/segments.h"
 
 /* split=state, 8 lanes of 2 states, blocks of 8 steps, 8 channels: the few-channel shape */
 static sf_variant state_split(void) {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/scan_args.h"
+#include "runtime/args/scan_args.h"
 #include "scanforge/scanforge.h"
 
 enum { BATCH = 2, DIM = 4, L = 7, N = 3, G = 2 };

@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/cache.h"
-#include "runtime/cache_entry.h"
+#include "runtime/cache/cache.h"
+#include "runtime/cache/cache_entry.h"
 #include "base/error.h"
 #include "tests/support/temp_dir.h"
 

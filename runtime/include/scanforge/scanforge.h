@@ -48,7 +48,7 @@ const char *sf_status_string(sf_status status);
  * until this thread's next scanforge call. */
 const char *sf_last_error(void);
 
-/* ---- CUDA devices (runtime/device.c) ----------------------------------------------
+/* ---- CUDA devices (runtime/cuda/device.c) ----------------------------------------------
  * The CUDA driver is opened at run time: without one these return SF_ENODEVICE and the
  * message says why (libcuda.so.1 not found, cuInit's error, ...). */
 typedef struct sf_device_info {

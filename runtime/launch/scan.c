@@ -1,0 +1,95 @@
+/* scan.c: sf_scan_fwd: validate, choose the variant, load it, launch on the caller's stream. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/launch/context.h"
+#include "runtime/cpu/cpu_scan.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "base/error.h"
+#include "runtime/launch/kernel_params.h"
+#include "runtime/launch/launch_params.h"
+#include "runtime/launch/kernels.h"
+#include "runtime/cuda/module.h"
+#include "runtime/args/scan_args.h"
+#include "runtime/launch/segments.h"
+#include "runtime/launch/call_variant.h"
+
+sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out) {
+  if (!args || !out) return sf_fail(SF_EINVAL, "sf_scan_fwd_variant: args and out must not be NULL");
+  return sf_call_variant(args, SF_OP_FWD, false, launch, out);
+}
+
+static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch) {
+  if (r->seqlen > INT_MAX || r->dim > INT_MAX)
+    return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
+                   (long long)r->seqlen, (long long)r->dim);
+  sf_variant v;
+  sf_status st = sf_scan_fwd_variant(r, launch, &v);
+  if (st != SF_OK) return st;
+  if (v.split_states && (v.B_var || v.C_var) && (r->dim / r->groups) % v.channels != 0)
+    return sf_fail(SF_EINVAL, "variant %s: with split=state, channels (%d) must divide the channels of a group (%lld): a block shares one group's B and C",
+                   "split=state", v.channels, (long long)(r->dim / r->groups));
+  const sf_kernel *kernel;
+  st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
+  if (st != SF_OK) return st;
+  const unsigned block = (unsigned)sf_variant_block_threads(&v);
+  st = sf_kernel_check_launch(kernel, block, 0);
+  if (st != SF_OK) return st;
+  const sf_cu *cu;
+  st = sf_cu_load(&cu);
+  if (st != SF_OK) return st;
+
+  const unsigned grid_x = (unsigned)((r->dim + v.channels - 1) / v.channels);
+  const int64_t N = r->dstate;
+  sf_segments segments;
+  st = sf_plan_segments(ctx, kernel, &v, (int64_t)grid_x * r->batch, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, &segments);
+  if (st != SF_OK) return st;
+  CUstream stream = (CUstream)launch->stream;
+  const sf_kernel *carry = NULL;
+  CUdeviceptr carries = 0;
+  const int64_t carry_count = r->batch * r->dim * segments.count * N;
+  if (segments.count > 0) {
+    st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_fwd_carry", &carry, NULL);
+    if (st == SF_OK)
+      st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 2 * sizeof(float), stream),
+                       "cuMemAllocAsync(segment carries)");
+    if (st != SF_OK) return st;
+  }
+  for (int64_t b0 = 0; st == SF_OK && b0 < r->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
+    const int64_t rows = r->batch - b0 < SF_MAX_BATCH_PER_LAUNCH ? r->batch - b0 : SF_MAX_BATCH_PER_LAUNCH;
+    sf_fwd_params p = sf_fwd_params_for_rows(r, b0, rows);
+    void *params[] = {&p};
+    if (segments.count > 0) { /* each segment's carry first (the last one's is never needed) */
+      p.segment = segments.length;
+      p.nsegments = (int)segments.count;
+      p.carry_decay = (float *)(uintptr_t)carries + b0 * r->dim * segments.count * N;
+      p.carry_state = p.carry_decay + carry_count;
+      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)(segments.count - 1), block,
+                                        1, 1, 0, stream, params, NULL),
+                       "cuLaunchKernel(sf_scan_fwd_carry)");
+      if (st != SF_OK) break;
+    }
+    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,
+                                      segments.count > 0 ? (unsigned)segments.count : 1u, block, 1, 1, 0, stream,
+                                      params, NULL),
+                     "cuLaunchKernel(sf_scan_fwd)");
+  }
+  if (carries) {
+    const sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(segment carries)");
+    if (st == SF_OK) st = freed;
+  }
+  return st;
+}
+
+sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch) {
+  if (!ctx) return sf_fail(SF_EINVAL, "ctx: must not be NULL");
+  if (!launch) return sf_fail(SF_EINVAL, "launch: must not be NULL (say on_host or give a stream)");
+  if (launch->on_host) return sf_cpu_scan_fwd(args, launch->host_threads);
+  sf_scan_fwd_args resolved;
+  sf_status st = sf_scan_fwd_prepare(args, &resolved);
+  if (st != SF_OK) return st;
+  if (!sf_scan_fwd_has_work(&resolved)) return SF_OK;
+  return launch_fwd(ctx, &resolved, launch);
+}

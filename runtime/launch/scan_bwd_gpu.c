@@ -1,0 +1,209 @@
+/* scan_bwd_gpu.c: the backward on the device: choose the variant, zero the sums, launch. */
+#include "runtime/launch/scan_bwd_gpu.h"
+
+#include <limits.h>
+
+#include "runtime/launch/call_variant.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "base/error.h"
+#include "runtime/launch/kernel_params.h"
+#include "runtime/launch/launch_params.h"
+#include "runtime/launch/kernels.h"
+#include "runtime/cuda/module.h"
+#include "runtime/launch/segments.h"
+
+
+static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *out) {
+  const sf_scan_fwd_args *f = &r->fwd;
+  sf_variant v;
+  sf_status st = sf_call_variant(f, SF_OP_BWD, r->deterministic, launch, &v);
+  if (st != SF_OK) return st;
+  if (!v.split_states && v.threads * v.items != sf_scan_state_interval(f->seqlen))
+    return sf_fail(SF_EINVAL, "backward variant: threads x items (%d x %d) must equal the state interval %lld of L = %lld",
+                   v.threads, v.items, (long long)sf_scan_state_interval(f->seqlen), (long long)f->seqlen);
+  if ((v.B_var || v.C_var) && (f->dim / f->groups) % v.channels != 0)
+    return sf_fail(SF_EINVAL, "backward variant: channels (%d) must divide the channels of a group (%lld)",
+                   v.channels, (long long)(f->dim / f->groups));
+  *out = v;
+  return SF_OK;
+}
+
+sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *launch, sf_variant *out) {
+  if (!args || !out) return sf_fail(SF_EINVAL, "sf_scan_bwd_variant: args and out must not be NULL");
+  const sf_launch none = {0};
+  return variant_for(args, launch ? launch : &none, out);
+}
+
+static sf_status zero(const sf_cu *cu, float *p, int64_t count, CUstream stream) {
+  if (!p || count == 0) return SF_OK;
+  return sf_cu_check(cu->MemsetD32Async((CUdeviceptr)(uintptr_t)p, 0, (size_t)count, stream), "cuMemsetD32Async");
+}
+
+/* The five sums the kernel accumulates: the outputs, or their partials. */
+typedef struct sums {
+  float *dA, *dB, *dC, *dD, *ddelta_bias;
+} sums;
+
+/* Deterministic mode: partial sums in a stream-ordered workspace, one slice per batch row
+ * and segment walked in parallel (dA, fixed dB/dC, dD, ddelta_bias) or per block of a
+ * group's channels (variable dB/dC), added up afterwards by sf_scan_bwd_finalize in a
+ * fixed order. */
+typedef struct deterministic_plan {
+  CUdeviceptr workspace;
+  sums partials;
+  sums outputs;
+  int64_t slices[5], sizes[5];
+} deterministic_plan;
+
+static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v, int64_t segments,
+                               CUstream stream, deterministic_plan *plan) {
+  const sf_scan_fwd_args *f = &r->fwd;
+  const int64_t N = f->dstate, L = f->seqlen, batch = f->batch;
+  const int64_t blocks_per_group = f->dim / f->groups / v->channels;
+  float *outputs[5] = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
+  const bool var[5] = {false, f->B_var, f->C_var, false, false};
+  const int64_t fixed_sizes[5] = {f->dim * N, f->dim * N, f->dim * N, f->dim, f->dim};
+  int64_t total = 0;
+  for (int k = 0; k < 5; k++) {
+    plan->slices[k] = var[k] ? blocks_per_group : batch * segments;
+    plan->sizes[k] = var[k] ? batch * f->groups * N * L : fixed_sizes[k];
+    if (outputs[k]) total += plan->slices[k] * plan->sizes[k];
+  }
+  plan->outputs = (sums){r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
+  sf_status st = sf_cu_check(cu->MemAllocAsync(&plan->workspace, (size_t)(total ? total : 1) * sizeof(float), stream),
+                             "cuMemAllocAsync(deterministic workspace)");
+  if (st != SF_OK) return st;
+  float *next = (float *)(uintptr_t)plan->workspace;
+  float **partials[5] = {&plan->partials.dA, &plan->partials.dB, &plan->partials.dC,
+                         &plan->partials.dD, &plan->partials.ddelta_bias};
+  for (int k = 0; k < 5; k++) {
+    if (!outputs[k]) continue;
+    *partials[k] = next;
+    next += plan->slices[k] * plan->sizes[k];
+  }
+  return SF_OK;
+}
+
+/* Adds up the partials into the outputs (if the main launch succeeded) and frees them. */
+static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_variant *v,
+                                 deterministic_plan *plan, sf_status st, CUstream stream) {
+  const sf_kernel *finalize = NULL;
+  if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, v, "sf_scan_bwd_finalize", &finalize, NULL);
+  float *partials[5] = {plan->partials.dA, plan->partials.dB, plan->partials.dC,
+                        plan->partials.dD, plan->partials.ddelta_bias};
+  float *outputs[5] = {plan->outputs.dA, plan->outputs.dB, plan->outputs.dC, plan->outputs.dD,
+                       plan->outputs.ddelta_bias};
+  for (int k = 0; k < 5 && st == SF_OK; k++) {
+    if (!outputs[k]) continue;
+    long long slices = plan->slices[k], size = plan->sizes[k];
+    const float *from = partials[k];
+    float *to = outputs[k];
+    void *params[] = {&from, &slices, &size, &to};
+    int64_t blocks = (size + 255) / 256;
+    st = sf_cu_check(cu->LaunchKernel(finalize->function, (unsigned)(blocks < 65535 ? blocks : 65535), 1, 1,
+                                      256, 1, 1, 0, stream, params, NULL),
+                     "cuLaunchKernel(sf_scan_bwd_finalize)");
+  }
+  sf_status freed = sf_cu_check(cu->MemFreeAsync(plan->workspace, stream), "cuMemFreeAsync");
+  return st != SF_OK ? st : freed;
+}
+
+sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch) {
+  const sf_scan_fwd_args *f = &r->fwd;
+  if (f->seqlen > INT_MAX || f->dim > INT_MAX)
+    return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
+                   (long long)f->seqlen, (long long)f->dim);
+  if (r->deterministic && f->batch > SF_MAX_BATCH_PER_LAUNCH)
+    return sf_fail(SF_EINVAL, "deterministic backward: batch (%lld) must be at most %d",
+                   (long long)f->batch, SF_MAX_BATCH_PER_LAUNCH);
+  sf_variant v;
+  sf_status st = variant_for(r, launch, &v);
+  if (st != SF_OK) return st;
+  const sf_kernel *kernel;
+  st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
+  if (st != SF_OK) return st;
+  const unsigned block = (unsigned)sf_variant_block_threads(&v);
+  st = sf_kernel_check_launch(kernel, block, 0);
+  if (st != SF_OK) return st;
+  const sf_cu *cu;
+  st = sf_cu_load(&cu);
+  if (st != SF_OK) return st;
+  CUstream stream = (CUstream)launch->stream;
+
+  const int64_t N = f->dstate, L = f->seqlen;
+  const int64_t var_size = f->batch * f->groups * N * L, fixed_size = f->dim * N;
+  const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
+  sf_segments segments;
+  st = sf_plan_segments(ctx, kernel, &v, (int64_t)grid_x * f->batch, L, SF_BWD_PARALLEL_MAX_FILL, &segments);
+  if (st != SF_OK) return st;
+  sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
+  deterministic_plan plan = {0};
+  if (r->deterministic) {
+    st = plan_partials(cu, r, &v, segments.count > 0 ? segments.count : 1, stream, &plan);
+    if (st != SF_OK) return st;
+    s = plan.partials;
+  } else {
+    st = zero(cu, r->dA, f->dim * N, stream);
+    if (st == SF_OK) st = zero(cu, r->dB, f->B_var ? var_size : fixed_size, stream);
+    if (st == SF_OK) st = zero(cu, r->dC, f->C_var ? var_size : fixed_size, stream);
+    if (st == SF_OK) st = zero(cu, r->dD, f->dim, stream);
+    if (st == SF_OK) st = zero(cu, r->ddelta_bias, f->dim, stream);
+    if (st != SF_OK) return st;
+  }
+
+  /* Per segment: its decays' product, its state and its adjoint from 0 (kernel_params.h). */
+  const sf_kernel *carry = NULL;
+  CUdeviceptr carries = 0;
+  const int64_t carry_count = f->batch * f->dim * segments.count * N;
+  if (segments.count > 0) {
+    st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_bwd_carry", &carry, NULL);
+    if (st == SF_OK)
+      st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 3 * sizeof(float), stream),
+                       "cuMemAllocAsync(segment carries)");
+  }
+
+  const int es = sf_dtype_size(f->dtype);
+  for (int64_t b0 = 0; st == SF_OK && b0 < f->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
+    const int64_t rows = f->batch - b0 < SF_MAX_BATCH_PER_LAUNCH ? f->batch - b0 : SF_MAX_BATCH_PER_LAUNCH;
+    const int64_t state_offset = b0 * f->dim * N;
+    sf_bwd_params p = {
+        .f = sf_fwd_params_for_rows(f, b0, rows),
+        .dout = sf_advance(r->dout, b0 * r->dout_batch_stride, es),
+        .dout_batch_stride = r->dout_batch_stride, .dout_dim_stride = r->dout_dim_stride,
+        .d_last_state = r->d_last_state ? r->d_last_state + state_offset : NULL,
+        .du = (void *)sf_advance(r->du, b0 * r->du_batch_stride, es),
+        .ddelta = (void *)sf_advance(r->ddelta, b0 * r->ddelta_batch_stride, es),
+        .dz = (void *)sf_advance(r->dz, b0 * r->dz_batch_stride, es),
+        .du_batch_stride = r->du_batch_stride, .du_dim_stride = r->du_dim_stride,
+        .ddelta_batch_stride = r->ddelta_batch_stride, .ddelta_dim_stride = r->ddelta_dim_stride,
+        .dz_batch_stride = r->dz_batch_stride, .dz_dim_stride = r->dz_dim_stride,
+        .dA = s.dA, .dD = s.dD, .ddelta_bias = s.ddelta_bias,
+        /* deterministic runs have one slice, so the partials need no offset */
+        .dB = f->B_var && s.dB && !r->deterministic ? s.dB + b0 * f->groups * N * L : s.dB,
+        .dC = f->C_var && s.dC && !r->deterministic ? s.dC + b0 * f->groups * N * L : s.dC,
+        .dh0 = r->dh0 ? r->dh0 + state_offset : NULL,
+    };
+    void *params[] = {&p};
+    if (segments.count > 0) {
+      p.f.segment = segments.length;
+      p.f.nsegments = (int)segments.count;
+      p.f.carry_decay = (float *)(uintptr_t)carries + b0 * f->dim * segments.count * N;
+      p.f.carry_state = p.f.carry_decay + carry_count;
+      p.carry_adjoint = p.f.carry_state + carry_count;
+      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)segments.count, block, 1, 1,
+                                        0, stream, params, NULL),
+                       "cuLaunchKernel(sf_scan_bwd_carry)");
+      if (st != SF_OK) break;
+    }
+    st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,
+                                      segments.count > 0 ? (unsigned)segments.count : 1u, block, 1, 1, 0, stream,
+                                      params, NULL),
+                     "cuLaunchKernel(sf_scan_bwd)");
+  }
+  if (carries) {
+    sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(segment carries)");
+    if (st == SF_OK) st = freed;
+  }
+  if (r->deterministic) st = finish_partials(ctx, cu, &v, &plan, st, stream);
+  return st;
+}

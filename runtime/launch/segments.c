@@ -1,0 +1,45 @@
+/* segments.c: the launch-time choice of scanning segments of the sequence in parallel. */
+#include "runtime/launch/segments.h"
+
+#include <stdlib.h>
+
+#include "base/env.h"
+#include "runtime/launch/kernels.h"
+#include "runtime/args/scan_args.h"
+
+static int min_segment(const sf_variant *v) {
+  int least = SF_MIN_SEGMENT;
+  sf_env_value forced; /* an experiment knob: a power of two from 4 to 512 */
+  if (sf_env_get(SF_ENV_MIN_SEGMENT, &forced)) least = (int)forced.number;
+  return least > v->items ? least : v->items;
+}
+
+sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen, double capacity, double max_fill) {
+  const int64_t interval = sf_scan_state_interval(seqlen);
+  const sf_segments none = {.count = 0, .length = (int)interval};
+  if (!v->split_states || sf_scan_saved_states(seqlen) < 2 || (double)blocks >= max_fill * capacity) return none;
+  const int least = min_segment(v);
+  int length = (int)interval;
+  for (;;) {
+    const double shorter = (double)((seqlen + length / 2 - 1) / (length / 2)); /* segments if halved */
+    /* every block combines the carries before it: segments^2 / 2 per (channel, state) */
+    const double combine_bytes = (double)blocks * v->channels * shorter * shorter * v->dstate * 4.0;
+    if (length / 2 < least || (double)blocks * ((seqlen + length - 1) / length) >= SF_SEGMENT_WAVES * capacity ||
+        shorter > SF_MAX_SEGMENTS || combine_bytes > SF_MAX_COMBINE_BYTES)
+      break;
+    length /= 2;
+  }
+  const int64_t count = (seqlen + length - 1) / length;
+  return count <= SF_MAX_SEGMENTS ? (sf_segments){.count = count, .length = length} : none;
+}
+
+sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
+                           int64_t seqlen, double max_fill, sf_segments *plan) {
+  *plan = (sf_segments){.count = 0, .length = (int)sf_scan_state_interval(seqlen)};
+  if (!v->split_states || sf_scan_saved_states(seqlen) < 2) return SF_OK;
+  int sm_count = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st != SF_OK) return st;
+  *plan = sf_segments_for(v, blocks, seqlen, (double)kernel->blocks_per_sm * sm_count, max_fill);
+  return SF_OK;
+}

@@ -1,0 +1,50 @@
+/* segments.h: how a split=state kernel splits the sequence into segments scanned in
+ * parallel. */
+#ifndef SCANFORGE_SEGMENTS_H
+#define SCANFORGE_SEGMENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/launch/context.h"
+#include "runtime/cuda/module.h"
+
+/* The split=state templates can scan segments of the sequence in parallel (one block per
+ * segment, grid z) once a carry pass has measured what each segment hands the next
+ * (docs/design-segments.md). That pass costs about a fifth of the backward and half of
+ * the forward, and pays only when one block per group of channels leaves the GPU idle. */
+typedef struct sf_segments {
+  int64_t count; /* segments scanned in parallel; 0: one block walks every step */
+  int length;    /* steps per segment: a power of two dividing the state interval */
+} sf_segments;
+
+/* Segments for a launch of `blocks` blocks (grid x times batch rows) of `kernel`: none
+ * unless the variant splits states, the sequence spans two state intervals or more and
+ * the blocks fill less than `max_fill` of what the GPU holds at once (the kernel's blocks
+ * per SM x SMs). Then the state interval is halved, down to SF_MIN_SEGMENT steps (and
+ * never under the variant's block of steps), until the segments' blocks fill the GPU
+ * SF_SEGMENT_WAVES times over or the carries to combine would pass SF_MAX_COMBINE_BYTES. */
+sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
+                           int64_t seqlen, double max_fill, sf_segments *plan);
+/* The same choice for a GPU that holds `capacity` of the kernel's blocks at once. */
+sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen, double capacity, double max_fill);
+
+/* The measured limits (H200, docs/perf.md: backward v5, forward v8). Backward: 10x faster
+ * with 64 channels of 65536 steps, 18% slower for the Mamba-130M row at 73% of a wave.
+ * Forward: 4-6x faster with few channels over long sequences and 9% faster at 32% of a
+ * wave ((2,512,2048,128) bf16), 10-35% slower at 48%. */
+#define SF_BWD_PARALLEL_MAX_FILL 0.5
+#define SF_FWD_PARALLEL_MAX_FILL 0.4
+/* Shorter segments give more blocks but more carries to combine and a pipeline to fill
+ * per block ($SCANFORGE_MIN_SEGMENT overrides it, for experiments: a power of two). */
+#define SF_MIN_SEGMENT 64
+#define SF_SEGMENT_WAVES 2
+/* Each block combines the carries of the segments before it, so their traffic grows as
+ * segments^2 (H200, fp32 forward): (1,64,65536,16) 110 us with 128 segments, 255 us with
+ * 512 (1 GB of carries read); (1,1536,2048,16,z) bf16 82 us with 16, 98 us with 32 (100 MB).
+ * Segments are not halved past this many bytes of it. */
+#define SF_MAX_COMBINE_BYTES (64.0 * 1024 * 1024)
+/* a launch's grid z holds at most 65535 blocks */
+#define SF_MAX_SEGMENTS 65535
+
+#endif
