@@ -9,9 +9,9 @@
 
 #include "cli/commands.h"
 #include "cli/scan_common.h"
-#include "tuning/database.h"
+#include "runtime/launch_config/tuning_database.h"
 #include "tuning/report/plot.h"
-#include "tuning/select.h"
+#include "runtime/launch_config/select.h"
 #include "tuning/tuner.h"
 #include "scanforge/scanforge.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "cli/commands.h"
-#include "tuning/heuristics.h"
+#include "runtime/launch_config/heuristics.h"
 
 static void usage(FILE *out) {
   fprintf(out,

@@ -21,7 +21,7 @@ foreach(path IN LISTS files)
 endforeach()
 file(WRITE ${OUTPUT}
 "/* tuning_defaults_data.c: generated at build time by cmake/embed_tuning_defaults.cmake from tuning/defaults/. */
-#include \"tuning/defaults.h\"
+#include \"runtime/launch_config/defaults.h\"
 
 ${body}
 const sf_tune_default_file sf_tune_default_files[] = {

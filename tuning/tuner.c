@@ -18,9 +18,9 @@
 #include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
 #include "runtime/launch/kernels.h"
-#include "tuning/heuristics.h"
+#include "runtime/launch_config/heuristics.h"
 #include "tuning/measure.h"
-#include "tuning/select.h"
+#include "runtime/launch_config/select.h"
 
 /* ---- requests ---------------------------------------------------------------------------- */
 

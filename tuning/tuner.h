@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "scanforge/scanforge.h"
-#include "tuning/database.h"
+#include "runtime/launch_config/tuning_database.h"
 
 /* ---- what to tune ---------------------------------------------------------------------- */
 

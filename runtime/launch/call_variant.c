@@ -2,7 +2,7 @@
 #include "runtime/launch/call_variant.h"
 
 #include "base/error.h"
-#include "tuning/select.h"
+#include "runtime/launch_config/select.h"
 
 /* The spec may change the launch configuration, never the function computed. */
 static sf_status check_spec_keeps_call(const sf_variant *call, const sf_variant *spec_variant, const char *spec) {

@@ -8,9 +8,9 @@
 #include "runtime/check/check.h"
 #include "scanforge/scanforge.h"
 #include "tests/support/gpu_fixture.h"
-#include "tuning/database.h"
-#include "tuning/lookup.h"
-#include "tuning/select.h"
+#include "runtime/launch_config/tuning_database.h"
+#include "runtime/launch_config/lookup.h"
+#include "runtime/launch_config/select.h"
 #include "tuning/tuner.h"
 
 

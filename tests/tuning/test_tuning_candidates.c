@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "generator/generator.h"
-#include "tuning/heuristics.h"
+#include "runtime/launch_config/heuristics.h"
 #include "tuning/tuner.h"
 
 enum { CAP = 512 };

@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tuning/database.h"
-#include "tuning/select.h"
+#include "runtime/launch_config/tuning_database.h"
+#include "runtime/launch_config/select.h"
 #include "tests/support/temp_dir.h"
 
 static sf_tune_gpu gpu_named(const char *name, const char *templates) {

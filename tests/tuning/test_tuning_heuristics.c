@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "generator/generator.h"
-#include "tuning/heuristics.h"
+#include "runtime/launch_config/heuristics.h"
 
 typedef struct {
   int64_t batch, dim, seqlen;

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tuning/database.h"
-#include "tuning/defaults.h"
-#include "tuning/lookup.h"
+#include "runtime/launch_config/tuning_database.h"
+#include "runtime/launch_config/defaults.h"
+#include "runtime/launch_config/lookup.h"
 
 static sf_variant fwd_class(void) {
   sf_variant v = sf_variant_default();

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "scanforge/scanforge.h"
-#include "tuning/database.h"
+#include "runtime/launch_config/tuning_database.h"
 
 /* An entry's label under its column: op, dtype, N, the shape (batch x dim x L, then "gG"
  * for G > 1 groups) and the flags the report's table shows (z: gate, Bf: fixed B,

@@ -1,5 +1,5 @@
 /* select.c: the databases read once per process, a table per device, and the choice for each call. */
-#include "tuning/select.h"
+#include "runtime/launch_config/select.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,9 +14,9 @@
 #include "base/env.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
-#include "tuning/defaults.h"
-#include "tuning/heuristics.h"
-#include "tuning/lookup.h"
+#include "runtime/launch_config/defaults.h"
+#include "runtime/launch_config/heuristics.h"
+#include "runtime/launch_config/lookup.h"
 
 /* ---- read once per process ------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /* heuristics.c: launch configurations by sequence length, and the default variant grid. */
-#include "tuning/heuristics.h"
+#include "runtime/launch_config/heuristics.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "tuning/database.h"
+#include "runtime/launch_config/tuning_database.h"
 
 typedef struct sf_tune_default_file {
   const char *name; /* "h100.json" */

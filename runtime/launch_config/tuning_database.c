@@ -1,5 +1,5 @@
 /* database.c: the tuning database in memory, as JSON (jansson), and as a file shared by concurrent tuners. */
-#include "tuning/database.h"
+#include "runtime/launch_config/tuning_database.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,11 +6,11 @@
 #include <stdint.h>
 
 #include "scanforge/scanforge.h"
-#include "tuning/database.h"
+#include "runtime/launch_config/tuning_database.h"
 
 /* Sets threads, items and channels of `v` (op, dstate, dtype and flags set) for a call of
  * this shape on the GPU of the calling thread's current context (device 0 when none is
- * current): the nearest tuned entry (tuning/lookup.h) of the user's database, then of
+ * current): the nearest tuned entry (runtime/launch_config/lookup.h) of the user's database, then of
  * the shipped defaults, else the heuristics. The databases are read once per process (the
  * first call) and a table is built once per device; after that a call reads no file,
  * takes no lock and allocates nothing. The heuristics alone decide when launch->untuned

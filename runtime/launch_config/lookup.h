@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "scanforge/scanforge.h"
-#include "tuning/database.h"
+#include "runtime/launch_config/tuning_database.h"
 
 /* How far a tuned entry reaches: a call uses the nearest entry of its class (op, dstate,
  * dtype, flags) whose L bucket is at most SF_TUNE_REACH_SEQLEN away and whose rows

@@ -1,5 +1,5 @@
 /* defaults.c: reading the shipped tuning databases compiled into the library. */
-#include "tuning/defaults.h"
+#include "runtime/launch_config/defaults.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* lookup.c: tuned configurations grouped by class, found by nearest shape bucket. */
-#include "tuning/lookup.h"
+#include "runtime/launch_config/lookup.h"
 
 #include <stdlib.h>
 #include <string.h>
