@@ -1,0 +1,83 @@
+# Checks that no source file includes a header from a layer above its own (the table is
+# cmake/layers.cmake). Run with cmake -P:
+#   cmake -DROOT=<source tree> [-DSTAMP=<file written on success>] -P cmake/check_layers.cmake
+# Prints file:line and the offending include for each violation, then fails.
+cmake_minimum_required(VERSION 3.20)
+if(NOT ROOT)
+  message(FATAL_ERROR "check_layers: pass -DROOT=<the source tree to check>")
+endif()
+include(${CMAKE_CURRENT_LIST_DIR}/layers.cmake)
+
+# The table as two lists: layer folders and, at the same index, what each may include.
+set(layer_names "")
+foreach(row IN LISTS SCANFORGE_LAYERS)
+  string(REPLACE ":" ";" parts "${row}")
+  list(GET parts 0 name)
+  list(APPEND layer_names ${name})
+  string(REGEX REPLACE "^[^:]*:" "" allowed "${row}")
+  string(REPLACE "," ";" allowed_${name} "${allowed}")
+endforeach()
+
+# The layer of a path relative to the root: its longest layer folder, or "" for none.
+function(layer_of path out)
+  set(best "")
+  foreach(name IN LISTS layer_names)
+    string(LENGTH "${name}" len)
+    string(LENGTH "${best}" best_len)
+    if(len GREATER best_len)
+      string(FIND "${path}" "${name}/" at)
+      if(at EQUAL 0)
+        set(best "${name}")
+      endif()
+    endif()
+  endforeach()
+  set(${out} "${best}" PARENT_SCOPE)
+endfunction()
+
+set(violations 0)
+foreach(name IN LISTS layer_names)
+  file(GLOB_RECURSE sources RELATIVE ${ROOT} ${ROOT}/${name}/*.c ${ROOT}/${name}/*.h ${ROOT}/${name}/*.cc)
+  list(SORT sources)
+  foreach(source IN LISTS sources)
+    layer_of("${source}" own)
+    if(NOT own STREQUAL name)
+      continue() # it lies in a deeper layer folder, checked as that layer's
+    endif()
+    file(READ ${ROOT}/${source} content)
+    # One list element per line: escape what CMake lists treat specially first.
+    string(REPLACE ";" "<semicolon>" content "${content}")
+    string(REPLACE "[" "<bracket>" content "${content}")
+    string(REPLACE "]" "<bracket>" content "${content}")
+    string(REPLACE "\n" ";" lines "${content}")
+    set(line_number 0)
+    foreach(line IN LISTS lines)
+      math(EXPR line_number "${line_number} + 1")
+      if(NOT line MATCHES "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\"")
+        continue()
+      endif()
+      set(header "${CMAKE_MATCH_1}")
+      layer_of("${header}" theirs)
+      if(theirs STREQUAL "" OR theirs STREQUAL own)
+        continue() # not a layer's header (scanforge/scanforge.h, libraries), or its own
+      endif()
+      list(FIND allowed_${own} "${theirs}" found)
+      if(found EQUAL -1)
+        string(REPLACE ";" ", " may "${allowed_${own}}")
+        if(may STREQUAL "")
+          set(may "none")
+        endif()
+        message(NOTICE "${source}:${line_number}: #include \"${header}\": layer ${own} may not "
+                       "include layer ${theirs} (it may include: ${may})")
+        math(EXPR violations "${violations} + 1")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
+if(violations GREATER 0)
+  message(FATAL_ERROR "check_layers: ${violations} include(s) break the source layers of "
+                      "cmake/layers.cmake (docs/architecture.md)")
+endif()
+if(STAMP)
+  file(TOUCH ${STAMP})
+endif()
