@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/scan_common.h"
-#include "runtime/launch_config/tuning_database.h"
+#include "tuning/database_write.h"
 #include "tuning/report/plot.h"
 #include "runtime/launch_config/select.h"
 #include "tuning/tuner.h"

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "runtime/launch/kernels.h"
 #include "runtime/launch_config/heuristics.h"
+#include "tuning/database_write.h"
 #include "tuning/measure.h"
 #include "runtime/launch_config/select.h"
 

@@ -1,4 +1,4 @@
-/* database.h: the tuning database: per GPU, the winning launch configuration of each shape bucket. */
+/* tuning_database.h: the tuning database: per GPU, the winning launch configuration of each shape bucket; reading it (tuning/database_write.h writes it). */
 #ifndef SCANFORGE_TUNING_DATABASE_H
 #define SCANFORGE_TUNING_DATABASE_H
 
@@ -137,9 +137,6 @@ const sf_tune_section *sf_tune_db_match(const sf_tune_db *db, const sf_tune_gpu 
 /* Parses a database from text. A text that is not such a database fails with SF_EINVAL
  * and a message that says what is wrong and where (`origin` names the text). */
 sf_status sf_tune_db_parse(const char *text, size_t length, const char *origin, sf_tune_db *out);
-/* The database as indented JSON, a new string (free() it); NULL when out of memory.
- * with_candidates false leaves every entry's candidates out (for shipped defaults). */
-char *sf_tune_db_dump(const sf_tune_db *db, bool with_candidates);
 
 /* ---- files ---------------------------------------------------------------------------- */
 
@@ -153,12 +150,5 @@ char *sf_tune_db_default_path(void);
  * empty database and SF_OK, with *warning (may be NULL) set to a new string that says
  * why (free() it): a bad tuning file is never fatal. */
 sf_status sf_tune_db_load(const char *path, sf_tune_db *out, char **warning);
-
-/* Adds the entries of `additions` to the file at `path` without losing entries another
- * process writes at the same time: takes an exclusive lock on "<path>.lock", re-reads the
- * file, merges, writes a temporary file beside it, fsyncs it and renames it over the
- * file. A corrupt file is replaced (*warning says so). SF_EIO when the file cannot be
- * written. */
-sf_status sf_tune_db_save(const char *path, const sf_tune_db *additions, char **warning);
 
 #endif

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "tests/support/cli_run.h"
-#include "runtime/launch_config/tuning_database.h"
+#include "tuning/database_write.h"
 #include "tests/support/temp_dir.h"
 
 /* Without a driver, whatever this machine has: the GPU-less paths. */

@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/launch_config/tuning_database.h"
+#include "tuning/database_write.h"
 #include "runtime/launch_config/select.h"
 #include "tests/support/temp_dir.h"
 
