@@ -34,6 +34,9 @@ static int lua_emit(lua_State *L) {
   for (int i = 1; i <= n; i++) {
     size_t length;
     const char *s = luaL_checklstring(L, i, &length);
+    /* The source goes to NVRTC as a C string: a NUL would silently cut it short. */
+    if (memchr(s, '\0', length))
+      return luaL_error(L, "the template emits a NUL byte; generated CUDA source must be text");
     if (g->output.length + length > MAX_OUTPUT_BYTES)
       return luaL_error(L, "generated source exceeds %d bytes", MAX_OUTPUT_BYTES);
     sf_text_append(&g->output, s, length);
