@@ -2,8 +2,10 @@
  * row it accepts must be a shape the command can run: positive sizes, 1 <= N <= 256. */
 #include "cli/bench_rows.h"
 #include "fuzz/fuzz_support.h"
+#include "runtime/error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  sf_clear_error(); /* the one state the library keeps between calls */
   static const sf_dtype dtypes[] = {SF_FP32, SF_BF16};
   bench_row_list rows = {0};
   sf_status st = bench_rows_parse((const char *)data, size, "fuzz.txt", dtypes, 2, &rows);

@@ -3,11 +3,13 @@
  * the input is the text of the main template, the variant is fixed. Tighter limits than
  * the defaults keep a runaway template to milliseconds. */
 #include "fuzz/fuzz_support.h"
+#include "runtime/error.h"
 #include "generator/generator.h"
 #include "generator/sandbox.h"
 #include "scanforge/scanforge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  sf_clear_error(); /* the one state the library keeps between calls */
   static int once;
   if (!once) {
     once = 1;

@@ -2,6 +2,7 @@
  * (sf_tune_parse_requests, tuning/tuner.c). Each entry it accepts must read back the same
  * from the line sf_tune_request_format writes for it. */
 #include "fuzz/fuzz_support.h"
+#include "runtime/error.h"
 #include "tuning/tuner.h"
 
 static void require_same(const sf_tune_request *a, const sf_tune_request *b, const char *line) {
@@ -15,6 +16,7 @@ static void require_same(const sf_tune_request *a, const sf_tune_request *b, con
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  sf_clear_error(); /* the one state the library keeps between calls */
   char *text = fuzz_text(data, size);
   if (!text) return 0;
   sf_tune_request *requests = NULL;

@@ -2,6 +2,7 @@
  * its schema). What it accepts must survive a write and a re-read unchanged, as
  * sf_tune_db_save does with the entries already in the file. */
 #include "fuzz/fuzz_support.h"
+#include "runtime/error.h"
 #include "tuning/database.h"
 
 static void require_round_trip(const sf_tune_db *db, bool with_candidates) {
@@ -18,6 +19,7 @@ static void require_round_trip(const sf_tune_db *db, bool with_candidates) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  sf_clear_error(); /* the one state the library keeps between calls */
   sf_tune_db db;
   if (sf_tune_db_parse((const char *)data, size, "fuzz.json", &db) != SF_OK) {
     FUZZ_REQUIRE(db.count == 0 && db.sections == NULL, "a rejected database left sections behind");

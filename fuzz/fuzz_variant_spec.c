@@ -1,9 +1,11 @@
 /* fuzz_variant_spec.c: the variant spec parser (generator/variant.c). A spec it accepts
  * must come back unchanged through the canonical form. */
 #include "fuzz/fuzz_support.h"
+#include "runtime/error.h"
 #include "scanforge/scanforge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  sf_clear_error(); /* the one state the library keeps between calls */
   char *spec = fuzz_text(data, size);
   if (!spec) return 0;
   sf_variant v;

@@ -58,9 +58,11 @@ for h in "${harnesses[@]}"; do
   [ -d "$seeds/$h" ] && dirs+=("$seeds/$h")
   existing=()
   for d in "${dirs[@]}"; do [ -d "$d" ] && existing+=("$d"); done
+  dict=()
+  [ -f "fuzz/$h.dict" ] && dict=(-dict="fuzz/$h.dict")
   # The first folder takes what the run finds: build-fuzz/corpus/ grows from run to run.
   if ! "$build/fuzz/fuzz_$h" -max_total_time="$seconds" -max_len="${max_len[$h]}" -timeout=20 \
-       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" "${existing[@]}" \
+       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" "${existing[@]}" \
        >"$build/fuzz_$h.log" 2>&1 || [ -n "$(ls -A "$artifacts")" ]; then
     tail -n 60 "$build/fuzz_$h.log"
     failed+=("$h")
