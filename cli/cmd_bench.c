@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/bench_rows.h"
 #include "cli/commands.h"
 #include "cli/scan_common.h"
 #include "generator/generator.h"
@@ -89,13 +90,6 @@ static int usage_error(const char *fmt, const char *value) {
 
 /* ---- rows --------------------------------------------------------------------------- */
 
-typedef struct bench_row {
-  int64_t batch, dim, seqlen;
-  int dstate;
-  bool z;
-  sf_dtype dtype;
-} bench_row;
-
 /* The default rows: the reference rows (as bench/rows_reference.txt lists them). */
 static const bench_row reference_rows[] = {
     {1, 4, 16, 4, false, SF_FP32},
@@ -122,23 +116,6 @@ static bool same_shape(const bench_row *a, const bench_row *b) {
          a->z == b->z;
 }
 
-typedef struct row_list {
-  bench_row *rows;
-  int count, capacity;
-} row_list;
-
-static bool add_row(row_list *l, bench_row r) {
-  if (l->count == l->capacity) {
-    int capacity = l->capacity ? 2 * l->capacity : 32;
-    bench_row *grown = realloc(l->rows, (size_t)capacity * sizeof *grown);
-    if (!grown) return false;
-    l->rows = grown;
-    l->capacity = capacity;
-  }
-  l->rows[l->count++] = r;
-  return true;
-}
-
 /* "fp32,bf16" -> distinct types; false on anything else. */
 static bool parse_dtypes(const char *text, sf_dtype *dtypes, int *count) {
   char copy[64];
@@ -156,76 +133,50 @@ static bool parse_dtypes(const char *text, sf_dtype *dtypes, int *count) {
   return *count > 0;
 }
 
-static char *trim(char *s) {
-  while (*s == ' ' || *s == '\t') s++;
-  char *end = s + strlen(s);
-  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r')) *--end = '\0';
-  return s;
-}
-
-/* One line "batch,dim,L,N[,z][,dtype]" (comment and blanks gone) into *r; *typed says
- * whether it named its dtype. */
-static bool parse_row(char *line, bench_row *r, bool *typed) {
-  char *rest = line, *fields[6];
-  int count = 0;
-  for (char *field; (field = strsep(&rest, ",")) != NULL;) {
-    if (count == 6) return false;
-    fields[count++] = trim(field);
-  }
-  if (count < 4) return false;
-  char shape_text[128];
-  snprintf(shape_text, sizeof shape_text, "%s,%s,%s,%s", fields[0], fields[1], fields[2], fields[3]);
-  int64_t shape[4];
-  if (!cli_parse_shape(shape_text, shape)) return false;
-  *r = (bench_row){.batch = shape[0], .dim = shape[1], .seqlen = shape[2], .dstate = (int)shape[3]};
-  *typed = false;
-  int next = 4;
-  if (next < count && strcmp(fields[next], "z") == 0) r->z = true, next++;
-  if (next < count && cli_parse_dtype(fields[next], &r->dtype)) *typed = true, next++;
-  return next == count;
-}
-
 /* Reads a rows file; returns -1 on success, else the exit status (the message printed). */
-static int read_rows_file(const char *path, const sf_dtype *dtypes, int ndtypes, row_list *out) {
-  FILE *in = fopen(path, "r");
+static int read_rows_file(const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
+  FILE *in = fopen(path, "rb");
   if (!in) {
     fprintf(stderr, "scanforge bench: --rows: cannot open '%s': %s\n", path, strerror(errno));
     return 2;
   }
-  char line[1024];
-  int number = 0, status = -1;
-  while (status < 0 && fgets(line, sizeof line, in)) {
-    number++;
-    char *hash = strchr(line, '#');
-    if (hash) *hash = '\0';
-    char *text = trim(line), copy[1024];
-    if (!*text) continue;
-    snprintf(copy, sizeof copy, "%s", text);
-    bench_row r;
-    bool typed;
-    if (!parse_row(text, &r, &typed)) {
-      fprintf(stderr, "scanforge bench: --rows %s:%d: expected batch,dim,L,N[,z][,dtype] with positive "
-                      "integers (N at most 256), got '%s'\n", path, number, copy);
-      status = 2;
-      break;
+  size_t length = 0, capacity = 0;
+  char *text = NULL;
+  bool failed = false;
+  for (;;) {
+    if (length == capacity) {
+      char *grown = realloc(text, capacity = capacity ? 2 * capacity : 4096);
+      if (!grown) {
+        failed = true;
+        break;
+      }
+      text = grown;
     }
-    for (int i = 0; i < (typed ? 1 : ndtypes) && status < 0; i++) {
-      if (!typed) r.dtype = dtypes[i];
-      if (!add_row(out, r)) status = cli_fail("bench", "out of memory");
-    }
+    size_t got = fread(text + length, 1, capacity - length, in);
+    length += got;
+    if (got == 0) break;
   }
+  failed |= ferror(in) != 0;
   fclose(in);
-  if (status < 0 && out->count == 0) {
-    fprintf(stderr, "scanforge bench: --rows %s: no rows in the file\n", path);
-    status = 2;
+  if (failed) {
+    free(text);
+    fprintf(stderr, "scanforge bench: --rows: cannot read '%s'\n", path);
+    return 2;
   }
-  return status;
+  sf_status st = bench_rows_parse(text, length, path, dtypes, ndtypes, out);
+  free(text);
+  if (st == SF_ENOMEM) return cli_fail("bench", "out of memory");
+  if (st != SF_OK) {
+    fprintf(stderr, "scanforge bench: --rows %s\n", sf_last_error());
+    return 2;
+  }
+  return -1;
 }
 
-static int default_rows(const sf_dtype *dtypes, int ndtypes, row_list *out) {
+static int default_rows(const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
   for (int i = 0; i < REFERENCE_ROWS; i++) {
     if (ndtypes == 0) { /* the reference rows as they are */
-      if (!add_row(out, reference_rows[i])) return cli_fail("bench", "out of memory");
+      if (!bench_rows_add(out, reference_rows[i])) return cli_fail("bench", "out of memory");
       continue;
     }
     bool seen = false; /* each shape once, in every asked type */
@@ -233,7 +184,7 @@ static int default_rows(const sf_dtype *dtypes, int ndtypes, row_list *out) {
     for (int t = 0; t < ndtypes && !seen; t++) {
       bench_row r = reference_rows[i];
       r.dtype = dtypes[t];
-      if (!add_row(out, r)) return cli_fail("bench", "out of memory");
+      if (!bench_rows_add(out, r)) return cli_fail("bench", "out of memory");
     }
   }
   return -1;
@@ -832,7 +783,7 @@ static void print_device(const gpu *g, const bench_options *o, size_t copy_bytes
 
 /* The first row's variant of a pass stands for compile and cache costs: compiled cold
  * before the rows publish it (read back from the disk after, by measure_cached). */
-static bool first_variant(gpu *g, const row_list *rows, bool backward, json_t *j, sf_variant *v) {
+static bool first_variant(gpu *g, const bench_row_list *rows, bool backward, json_t *j, sf_variant *v) {
   const char *tag = backward ? " bwd" : "";
   char spec[512] = "";
   const bool have = row_variant(&rows->rows[0], backward, v) == SF_OK;
@@ -856,7 +807,7 @@ static void measure_cached(gpu *g, bool have, const sf_variant *v, bool backward
 }
 
 /* Everything after the GPU is set up; returns how many rows failed (any of their passes). */
-static int bench_all(gpu *g, const bench_options *o, const row_list *rows, json_t *root) {
+static int bench_all(gpu *g, const bench_options *o, const bench_row_list *rows, json_t *root) {
   json_t *overheads = json_object(), *bwd_overheads = json_object(), *jrows = json_array();
   json_object_set_new(root, "overheads", overheads); /* the forward's at the top, as before */
   if (o->backward) json_object_set_new(overheads, "backward", bwd_overheads);
@@ -909,7 +860,7 @@ static int bench_all(gpu *g, const bench_options *o, const row_list *rows, json_
   return failures;
 }
 
-static int run(const bench_options *o, const row_list *rows) {
+static int run(const bench_options *o, const bench_row_list *rows) {
   gpu g = {0};
   size_t copy_bytes = 0;
   if (gpu_open(&g) != SF_OK) {
@@ -947,7 +898,7 @@ int cmd_bench(int argc, char **argv) {
   bench_options o = {.reps = 50, .warmup = 10};
   int status = parse(argc, argv, &o);
   if (status >= 0) return status;
-  row_list rows = {0};
+  bench_row_list rows = {0};
   if (o.rows_path) {
     static const sf_dtype both[] = {SF_FP32, SF_BF16};
     status = o.ndtypes ? read_rows_file(o.rows_path, o.dtypes, o.ndtypes, &rows)
@@ -968,6 +919,6 @@ int cmd_bench(int argc, char **argv) {
       status = run(&o, &rows);
     }
   }
-  free(rows.rows);
+  bench_rows_free(&rows);
   return status;
 }

@@ -6,10 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "cli/cache_warm.h"
 #include "cli/commands.h"
+#include "cli/manifest_summary.h"
 #include "runtime/cache/cache.h"
 
 static void usage(FILE *out) {
@@ -93,34 +92,6 @@ static int do_stat(sf_cache *cache) {
   return 0;
 }
 
-/* The manifest's short inputs as "name=value ..." (the target is in its own column). */
-static void summary(const char *manifest, char *buf, size_t cap) {
-  buf[0] = '\0';
-  json_t *root = manifest ? json_loads(manifest, 0, NULL) : NULL;
-  json_t *inputs = json_object_get(root, "inputs");
-  const char *name;
-  json_t *value;
-  size_t used = 0;
-  /* Entries built while SCANFORGE_TEMPLATE_DIR was set say so first (older manifests
-   * have no template_dir: built-in templates). */
-  json_t *template_dir = json_object_get(inputs, "template_dir");
-  if (template_dir)
-    used = (size_t)snprintf(buf, cap, "[experimental templates: %s]",
-                            json_is_string(template_dir) ? json_string_value(template_dir) : "(a long path)");
-  if (used >= cap) used = cap - 1;
-  json_object_foreach(inputs, name, value) {
-    if (!json_is_string(value) || strcmp(name, "target") == 0 || strcmp(name, "templates") == 0 ||
-        strcmp(name, "template_dir") == 0)
-      continue;
-    int n = snprintf(buf + used, cap - used, "%s%s=%s", used ? " " : "", name,
-                     json_string_value(value));
-    if (n < 0 || (size_t)n >= cap - used) break;
-    used += (size_t)n;
-  }
-  json_decref(root);
-  if (!manifest) snprintf(buf, cap, "(no manifest)");
-}
-
 typedef struct ls_state {
   bool verbose;
   int count;
@@ -137,7 +108,7 @@ static int print_entry(void *user, const sf_cache_entry *e) {
   }
   if (s->count++ == 0)
     printf("%-19s  %10s  %-8s  %-32s  %s\n", "LAST USE", "SIZE", "TARGET", "KEY", "INPUTS");
-  summary(e->manifest, inputs, sizeof inputs);
+  manifest_summary(e->manifest, inputs, sizeof inputs);
   printf("%-19s  %10s  %-8s  %-32s  %s%s\n", when, human(e->size, size, sizeof size), e->subdir,
          e->key_hex, e->header_ok ? "" : "(damaged) ", inputs);
   if (s->verbose && e->manifest) printf("%s\n", e->manifest);

@@ -22,4 +22,13 @@ const char *sf_template_of(const sf_variant *variant);
  * rejects a key's value, SF_ETEMPLATE when the template itself fails. */
 sf_status sf_generate(const sf_variant *variant, char **source, size_t *length);
 
+struct sf_sandbox_limits; /* generator/sandbox.h */
+
+/* The same from the given text of the main template (named `name` in messages) instead
+ * of the file the variant's op and split name; include() and import() still read the
+ * active template set. limits NULL: the sandbox's defaults. For experiments and the
+ * template fuzzer (fuzz/fuzz_template.c). */
+sf_status sf_generate_from_text(const sf_variant *variant, const char *name, const char *text, size_t size,
+                                const struct sf_sandbox_limits *limits, char **source, size_t *length);
+
 #endif

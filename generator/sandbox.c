@@ -61,16 +61,18 @@ static void copy_fields(lua_State *L, int source_index, const char *const *names
 
 /* The environment templates see: pure functions only. No load, dofile, loadfile,
  * require, print, io, os, debug, package, collectgarbage, metatables or pcall (a pcall
- * could swallow the limits' errors). */
+ * could swallow the limits' errors). Nor the functions that can loop in C for as long
+ * as they like, out of the instruction count's sight: string.find, match, gmatch and
+ * gsub (a pattern such as "a-a-a-...b" backtracks for hours on a short string) and
+ * table.move (its range is not bounded by any table). */
 static void build_environment(lua_State *L) {
   static const char *const base_names[] = {"assert", "error", "ipairs", "next", "pairs",
                                            "rawequal", "rawget", "rawlen", "rawset", "select",
                                            "tonumber", "tostring", "type", NULL};
-  static const char *const string_names[] = {"byte", "char", "find", "format", "gmatch",
-                                             "gsub", "len", "lower", "match", "rep",
+  static const char *const string_names[] = {"byte", "char", "format", "len", "lower", "rep",
                                              "reverse", "sub", "upper", NULL};
-  static const char *const table_names[] = {"concat", "insert", "move", "pack", "remove",
-                                            "sort", "unpack", NULL};
+  static const char *const table_names[] = {"concat", "insert", "pack", "remove", "sort",
+                                            "unpack", NULL};
   static const char *const math_names[] = {"abs", "ceil", "exp", "floor", "fmod", "huge",
                                            "log", "max", "maxinteger", "min", "mininteger",
                                            "modf", "pi", "sqrt", "tointeger", "type", "ult",
@@ -92,6 +94,13 @@ static void build_environment(lua_State *L) {
     lua_pop(L, 1);
   }
   lua_pop(L, 1); /* globals */
+  /* Methods of strings ("x"):f() look up the strings' metatable, whose __index is the
+   * whole string library: make it the templates' subset too. */
+  lua_pushliteral(L, "");
+  lua_getmetatable(L, -1);
+  lua_getfield(L, env, "string");
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 2);
 }
 
 sf_status sf_sandbox_open(const sf_sandbox_limits *limits, sf_sandbox **out) {

@@ -98,14 +98,17 @@ static sf_status set_key(sf_variant *v, const char *key, const char *value) {
   return sf_fail(SF_EINVAL, "variant: unknown key '%s' (allowed: " KEYS_ALLOWED ")", key);
 }
 
-/* Copies [begin, end) without surrounding blanks into buf (cap bytes). */
-static void copy_trimmed(const char *begin, const char *end, char *buf, size_t cap) {
+/* Copies [begin, end) without surrounding blanks into buf (cap bytes); false (and the
+ * first cap - 1 bytes) when it does not fit: a cut value could read as another one. */
+static bool copy_trimmed(const char *begin, const char *end, char *buf, size_t cap) {
   while (begin < end && isspace((unsigned char)*begin)) begin++;
   while (end > begin && isspace((unsigned char)end[-1])) end--;
   size_t len = (size_t)(end - begin);
-  if (len >= cap) len = cap - 1;
+  bool fits = len < cap;
+  if (!fits) len = cap - 1;
   memcpy(buf, begin, len);
   buf[len] = '\0';
+  return fits;
 }
 
 sf_status sf_variant_parse(const char *spec, sf_variant *out) {
@@ -132,8 +135,11 @@ sf_status sf_variant_apply(const char *spec, sf_variant *inout) {
       if (value[0] == '\0' && !comma) break; /* trailing blanks */
       return sf_fail(SF_EINVAL, "variant: '%s' is not a key=value pair (in spec '%s')", value, spec);
     }
-    copy_trimmed(p, eq, key, sizeof key);
-    copy_trimmed(eq + 1, end, value, sizeof value);
+    if (!copy_trimmed(p, eq, key, sizeof key))
+      return sf_fail(SF_EINVAL, "variant: key '%s...' is too long to be one (allowed: " KEYS_ALLOWED ")", key);
+    if (!copy_trimmed(eq + 1, end, value, sizeof value))
+      return sf_fail(SF_EINVAL, "variant key '%s': value '%s...' is too long (at most %zu characters)", key, value,
+                     sizeof value - 1);
     for (int i = 0; i < nseen; i++)
       if (strcmp(seen[i], key) == 0)
         return sf_fail(SF_EINVAL, "variant: key '%s' is given twice (in spec '%s')", key, spec);

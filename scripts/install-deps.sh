@@ -4,6 +4,10 @@
 set -euo pipefail
 
 packages=(cmake make gcc pkg-config liblua5.4-dev libcriterion-dev libjansson-dev libxxhash-dev libcairo2-dev)
+# clang builds the fuzz harnesses (scripts/fuzz.sh); Debian 12 ships libFuzzer's runtime
+# (libclang_rt.fuzzer) in libclang-rt-dev, older releases inside clang's own packages.
+packages+=(clang)
+if apt-cache show libclang-rt-dev >/dev/null 2>&1; then packages+=(libclang-rt-dev); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

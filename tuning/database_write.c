@@ -59,7 +59,9 @@ static json_t *entry_json(const sf_tune_entry *e, bool with_candidates) {
   if (!j) return NULL;
   const sf_tune_knobs winner = sf_tune_knobs_of(&e->variant);
   json_object_set_new(j, "winner", config_json(&winner, e->winner_us));
-  json_object_set_new(j, "default", config_json(&e->default_knobs, e->default_us));
+  /* An entry read without "default" has none (threads 0): writing zeros would make the
+   * file unreadable. */
+  if (e->default_knobs.threads > 0) json_object_set_new(j, "default", config_json(&e->default_knobs, e->default_us));
   json_object_set_new(j, "complete", json_boolean(e->complete));
   if (e->tuned_at[0]) json_object_set_new(j, "tuned_at", json_string(e->tuned_at));
   if (with_candidates && e->candidate_count > 0) {

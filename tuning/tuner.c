@@ -2,6 +2,7 @@
 #include "tuning/tuner.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -110,15 +111,17 @@ static bool parse_shape(const char *text, sf_tune_request *r) {
   long long f[5] = {0, 0, 0, 0, 1};
   int n = 0;
   const char *p = text;
-  while (n < 5) {
+  for (;;) {
     char *end;
-    if (!isdigit((unsigned char)*p)) return false;
+    if (n == 5 || !isdigit((unsigned char)*p)) return false; /* a sixth number, or not a number */
+    errno = 0;
     f[n++] = strtoll(p, &end, 10);
+    if (errno == ERANGE) return false;
     if (*end == '\0') break;
     if (*end != ',') return false;
     p = end + 1;
   }
-  if (n < 4 || *p == '\0') return false;
+  if (n < 4) return false;
   for (int i = 0; i < 5; i++)
     if (f[i] < 1) return false;
   if (f[3] > 256 || f[4] > f[1] || f[1] % f[4] != 0 || f[0] > (1LL << 31) || f[1] > (1LL << 31) || f[2] > (1LL << 31))

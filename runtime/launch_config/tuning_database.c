@@ -1,6 +1,7 @@
 /* tuning_database.c: the tuning database in memory, read from JSON (jansson) and from its file; tuning/database_write.c writes it. */
 #include "runtime/launch_config/tuning_database.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -249,14 +250,28 @@ static sf_status get_number(const place *at, json_t *obj, const char *key, doubl
   return SF_OK;
 }
 
+/* "9.0": the whole text. (sscanf's %d would take signs, blanks, trailing text, and
+ * overflow, which is undefined.) */
+static bool parse_compute_capability(const char *text, int *major, int *minor) {
+  char *end;
+  if (!isdigit((unsigned char)text[0])) return false;
+  long a = strtol(text, &end, 10);
+  if (*end != '.' || !isdigit((unsigned char)end[1])) return false;
+  long b = strtol(end + 1, &end, 10);
+  if (*end != '\0' || a > 99 || b > 99) return false;
+  *major = (int)a;
+  *minor = (int)b;
+  return true;
+}
+
 static sf_status parse_gpu(const place *at, json_t *j, sf_tune_gpu *g) {
   if (!json_is_object(j)) return bad(at, NULL, "expected an object");
   char cc[16];
   int64_t memory = 0;
   sf_status st = get_string(at, j, "name", g->name, sizeof g->name);
   if (st == SF_OK) st = get_string(at, j, "compute_capability", cc, sizeof cc);
-  if (st == SF_OK && sscanf(cc, "%d.%d", &g->cc_major, &g->cc_minor) != 2)
-    st = bad(at, "compute_capability", "expected MAJOR.MINOR");
+  if (st == SF_OK && !parse_compute_capability(cc, &g->cc_major, &g->cc_minor))
+    st = bad(at, "compute_capability", "expected MAJOR.MINOR, each 0..99");
   if (st == SF_OK) st = get_small(at, j, "sm_count", 1, 1 << 20, &g->sm_count);
   if (st == SF_OK) st = get_int(at, j, "memory_bytes", 0, INT64_MAX, &memory);
   if (st == SF_OK) st = get_small(at, j, "driver_version", 0, 1 << 30, &g->driver_version);

@@ -68,7 +68,7 @@ typedef struct sf_tune_entry {
   sf_variant variant;
   sf_tune_shape shape;        /* what was measured; its buckets are the key */
   int seqlen_bucket, rows_bucket;
-  sf_tune_knobs default_knobs; /* the heuristics' choice */
+  sf_tune_knobs default_knobs; /* the heuristics' choice; threads 0 when not known (a file without "default") */
   double winner_us, default_us; /* medians, measured in the same run */
   bool complete;              /* every candidate was tried (false: stopped by a budget) */
   char tuned_at[32];          /* UTC, ISO 8601 */

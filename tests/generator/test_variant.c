@@ -73,3 +73,16 @@ Test(variant, failed_parse_leaves_output_untouched) {
   cr_expect_eq(sf_variant_parse("dstate=8,threads=3", &v), SF_EINVAL);
   cr_expect_eq(v.dstate, 77);
 }
+
+Test(variant, overlong_keys_and_values_are_errors_not_cut_short) {
+  /* Cut to the buffer's 63 characters, this value would read as minblocks=0. */
+  char spec[128] = "minblocks=";
+  memset(spec + strlen(spec), '0', 70);
+  strcat(spec, "5");
+  expect_invalid(spec, "too long");
+  expect_invalid("minblocks_and_then_some_more_letters=1", "too long");
+  sf_variant v;
+  cr_expect_eq(sf_variant_parse("minblocks=" "0000000000000000000000000000000000000000000000000000000000005", &v), SF_OK,
+               "a long value that fits is still read: %s", sf_last_error());
+  cr_expect_eq(v.min_blocks, 5);
+}

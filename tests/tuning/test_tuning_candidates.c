@@ -205,6 +205,8 @@ Test(tuning_candidates, bad_entries_name_the_line) {
       "1,2,3,4\n64,160,196,8 threads=32\n", /* knobs are the tuner's to choose */
       "64,160,196,300\n",                 /* N too large */
       "64,160,196,8,3\n",                 /* 3 groups do not divide 160 */
+      "64,160,196,8,1,6\n",               /* a sixth number */
+      "64,160,196,99999999999999999999\n", /* N past long long */
       "64,160,196,8 dtype=fp64\n",
       "# nothing\n",
   };

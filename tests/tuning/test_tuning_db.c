@@ -179,7 +179,32 @@ Test(tuning_db, every_knob_round_trips_and_old_configs_get_defaults) {
   cr_assert_eq(sf_tune_db_parse(old, strlen(old), "old", &back), SF_OK, "%s", sf_last_error());
   const sf_variant *v = &back.sections[0].entries[0].variant;
   cr_expect(!v->split_states && v->states == sf_variant_default().states && v->min_blocks == 0 && v->threads == 32);
+  /* It has no "default": written back (as a save does), it must still read. */
+  char *again = sf_tune_db_dump(&back, true);
+  cr_expect_null(strstr(again, "\"default\""), "%s", again);
+  sf_tune_db reread;
+  cr_expect_eq(sf_tune_db_parse(again, strlen(again), "again", &reread), SF_OK, "%s", sf_last_error());
+  sf_tune_db_free(&reread);
+  free(again);
   sf_tune_db_free(&back);
+}
+
+Test(tuning_db, compute_capability_is_major_dot_minor) {
+  static const char *bad[] = {"9", "9.", ".0", "9.0x", " 9.0", "-1.0", "9.-1", "99999999999.0", "9.0.1", "100.0"};
+  char text[1024];
+  const char *format =
+      "{\"format\": \"scanforge-tuning\", \"version\": 1, \"sections\": [{\"gpu\": {\"name\": \"x\", "
+      "\"compute_capability\": \"%s\", \"sm_count\": 1, \"memory_bytes\": 1, \"driver_version\": 1, "
+      "\"nvrtc\": \"1\", \"templates\": \"a\"}, \"entries\": []}]}";
+  sf_tune_db db;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(text, sizeof text, format, bad[i]);
+    cr_expect_eq(sf_tune_db_parse(text, strlen(text), "t", &db), SF_EINVAL, "'%s' accepted", bad[i]);
+    cr_expect(strstr(sf_last_error(), "compute_capability"), "'%s': %s", bad[i], sf_last_error());
+  }
+  snprintf(text, sizeof text, format, "12.1");
+  cr_assert_eq(sf_tune_db_parse(text, strlen(text), "t", &db), SF_OK, "%s", sf_last_error());
+  sf_tune_db_free(&db);
 }
 
 Test(tuning_db, file_round_trip_and_same_key_replaces) {
