@@ -1,4 +1,4 @@
-@ -- scan_bwd.tpl: the backward selective scan of math.md, specialised for one variant.
+@ -- scan_bwd.tpl: the backward selective scan of docs/math.md, specialised for one variant.
 @ --
 @ -- Work split as in the forward: a block holds `channels` channels of one batch row,
 @ -- `threads` threads scan one channel with `items` steps each, and a chunk is exactly the

@@ -1,4 +1,4 @@
-@ -- scan_fwd.tpl: the forward selective scan of math.md, specialised for one variant.
+@ -- scan_fwd.tpl: the forward selective scan of docs/math.md, specialised for one variant.
 @ --
 @ -- Work split: a block holds `channels` channels of one batch row; `threads` threads scan
 @ -- one channel, each owning `items` consecutive time steps of a chunk of threads*items
@@ -28,7 +28,7 @@
 #define SF_LOG2E 1.4426950408889634f
 
 @ if variant.softplus then
-/* softplus(v) = log1p(exp(v)) for v <= 20, v above (math.md). */
+/* softplus(v) = log1p(exp(v)) for v <= 20, v above (docs/math.md). */
 __device__ __forceinline__ float softplus(float v) { return v <= 20.f ? log1pf(__expf(v)) : v; }
 @ end
 

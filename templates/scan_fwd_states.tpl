@@ -1,4 +1,4 @@
-@ -- scan_fwd_states.tpl: the forward selective scan of math.md, lanes split over states.
+@ -- scan_fwd_states.tpl: the forward selective scan of docs/math.md, lanes split over states.
 @ --
 @ -- A channel's `threads` lanes each own N / threads of its states and run through time
 @ -- alone, in blocks of `items` steps: no scan across threads at all, the state lives in
@@ -47,7 +47,7 @@
 #define SF_LOG2E 1.4426950408889634f
 
 @ if variant.softplus then
-/* softplus(v) = log1p(exp(v)) for v <= 20, v above (math.md); below -15, 1 + exp(v)
+/* softplus(v) = log1p(exp(v)) for v <= 20, v above (docs/math.md); below -15, 1 + exp(v)
  * rounds to 1 in fp32, so exp(v) itself is the correctly rounded value there. */
 __device__ __forceinline__ float softplus(float v) {
   const float e = __expf(v);
