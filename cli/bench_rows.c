@@ -1,6 +1,7 @@
-/* bench_rows.c: parsing the --rows file of `scanforge bench`. */
+/* bench_rows.c: the rows of `scanforge bench`: their list, the --rows file parsed, a row's label. */
 #include "cli/bench_rows.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,4 +96,9 @@ sf_status bench_rows_parse(const char *text, size_t length, const char *origin, 
   }
   if (out->count == 0) return sf_fail(SF_EINVAL, "%s: no rows in the file", origin);
   return SF_OK;
+}
+
+void bench_row_label(const bench_row *r, char *buf, size_t cap) {
+  snprintf(buf, cap, "%lld,%lld,%lld,%d%s", (long long)r->batch, (long long)r->dim, (long long)r->seqlen,
+           r->dstate, r->z ? ",z" : "");
 }

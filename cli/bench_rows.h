@@ -25,6 +25,9 @@ typedef struct bench_row_list {
 bool bench_rows_add(bench_row_list *list, bench_row row);
 void bench_rows_free(bench_row_list *list);
 
+/* The row as "batch,dim,L,N[,z]" (the type apart), for tables and messages. */
+void bench_row_label(const bench_row *r, char *buf, size_t cap);
+
 /* Parses the text of a rows file (`length` bytes): one row per line,
  * "batch,dim,L,N[,z][,dtype]" (positive integers, N at most 256), '#' starts a comment,
  * blank lines are skipped. A row without its dtype is added once per entry of dtypes[].

@@ -1,5 +1,5 @@
 /* fuzz_tune_entries.c: the --entries file reader of `scanforge tune`
- * (sf_tune_parse_requests, tuning/tuner.c). Each entry it accepts must read back the same
+ * (sf_tune_parse_requests, tuning/requests.c). Each entry it accepts must read back the same
  * from the line sf_tune_request_format writes for it. */
 #include "fuzz/fuzz_support.h"
 #include "base/error.h"

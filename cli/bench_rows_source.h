@@ -1,0 +1,17 @@
+/* bench_rows_source.h: where the rows of `scanforge bench` come from: the reference rows,
+ * or a --rows file. */
+#ifndef SCANFORGE_CLI_BENCH_ROWS_SOURCE_H
+#define SCANFORGE_CLI_BENCH_ROWS_SOURCE_H
+
+#include "cli/bench_rows.h"
+
+/* The reference rows (bench/rows_reference.txt); the first is the smallest. */
+extern const bench_row bench_reference_rows[];
+
+/* The reference rows into *out: as they are (ndtypes 0), else each shape once in every
+ * type of dtypes[]. Both return -1 on success, else the exit status (the message printed). */
+int bench_rows_default(const sf_dtype *dtypes, int ndtypes, bench_row_list *out);
+/* The rows of the file at path; a row without a type is added in each type of dtypes[]. */
+int bench_rows_read_file(const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out);
+
+#endif

@@ -1,0 +1,133 @@
+/* candidates.c: the configurations the tuner measures for a request: the knob grid around
+ * the heuristics' choice, and the refinements (states, register caps) tried around the best. */
+#include "tuning/tuner.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "generator/generator.h"
+#include "runtime/launch_config/heuristics.h"
+
+static int64_t next_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+/* The heuristics' choice for the request (what the runtime runs untuned). */
+static sf_variant heuristic_default(const sf_tune_request *r) {
+  sf_variant v = r->variant;
+  if (v.op == SF_OP_BWD)
+    sf_heuristic_configure_bwd(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
+  else
+    sf_heuristic_configure(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
+  return v;
+}
+
+/* The tuner's limits of docs/tuning.md: what is worth measuring at all. */
+static bool worth_measuring(const sf_tune_request *r, const sf_variant *v) {
+  const int64_t block = sf_variant_block_threads(v), chunk = (int64_t)v->threads * v->items;
+  const int64_t P = next_pow2(r->shape.seqlen), per_group = r->shape.dim / r->shape.groups;
+  if (block < 32 || block > 256) return false;
+  if (v->channels > next_pow2(r->shape.dim)) return false;
+  /* A block that shares one group's B and C rows needs whole groups of channels. */
+  const bool shares_rows = v->op == SF_OP_BWD || v->split_states;
+  if (shares_rows && (v->B_var || v->C_var) && per_group % v->channels != 0) return false;
+  if (v->split_states) return block % 32 == 0; /* lanes x channels fill whole warps */
+  if (v->op == SF_OP_BWD) return chunk == sf_scan_state_interval(r->shape.seqlen);
+  return chunk >= (P < 64 ? P : 64) && chunk <= (P > 64 ? P : 64);
+}
+
+/* Adds v unless it is the first candidate again, invalid, not worth measuring, or (when
+ * asked) refused by its template. */
+static void offer(const sf_tune_request *r, sf_variant v, bool ask_template, sf_variant *out, int cap, int *count,
+                  int *refused) {
+  const sf_tune_knobs k = sf_tune_knobs_of(&v), first = sf_tune_knobs_of(&out[0]);
+  if (sf_tune_knobs_equal(&k, &first) || sf_variant_validate(&v) != SF_OK || !worth_measuring(r, &v)) return;
+  if (ask_template) { /* the template has the last word (shared memory, items, intervals) */
+    char *source = NULL;
+    size_t length;
+    sf_status st = sf_generate(&v, &source, &length);
+    free(source);
+    if (st != SF_OK) {
+      (*refused)++;
+      return;
+    }
+  }
+  if (*count < cap) out[*count] = v;
+  (*count)++;
+}
+
+int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *out, int cap, int *rejected) {
+  sf_variant first = heuristic_default(r);
+  int count = 1, refused = 0;
+  sf_variant scratch[1];
+  if (cap <= 0) out = scratch, cap = 1; /* the first is always there to compare with */
+  out[0] = first;
+  /* Lanes split time (and the backward): the heuristics' states. */
+  for (int threads = 4; threads <= 512; threads *= 2)
+    for (int items = 4; items <= 32; items *= 2)
+      for (int channels = 1; channels <= 64; channels *= 2) {
+        sf_variant v = r->variant;
+        sf_tune_knobs k = {false, threads, items, channels,
+                           first.split_states ? sf_variant_default().states : first.states, first.min_blocks};
+        sf_tune_knobs_apply(&k, &v);
+        offer(r, v, ask_template, out, cap, &count, &refused);
+      }
+  /* Lanes split the states: threads are the lanes of a channel (dividing N), items the
+   * steps of a time block; the backward interleaves one state per pass here (its
+   * refinements try more). */
+  const bool forward = r->variant.op == SF_OP_FWD;
+  for (int lanes = 1; lanes <= 32; lanes *= 2)
+    for (int items = 4; lanes <= r->variant.dstate && r->variant.dstate % lanes == 0 && items <= (forward ? 64 : 32);
+         items *= 2)
+      for (int channels = 1; channels <= 256; channels *= 2) {
+        sf_variant v = r->variant;
+        sf_tune_knobs k = {true, lanes, items, channels, forward ? first.states : 1, first.min_blocks};
+        sf_tune_knobs_apply(&k, &v);
+        offer(r, v, ask_template, out, cap, &count, &refused);
+      }
+  sf_clear_error();
+  if (rejected) *rejected = refused;
+  return count;
+}
+
+/* The largest divisor of n not above s: the states a split=time template really uses. */
+static int effective_states(int s, int n) {
+  while (s > 1 && n % s != 0) s--;
+  return s;
+}
+
+int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap) {
+  int count = 0;
+  /* Other states: for the split=time forward each power of two the template would use as
+   * is; for the split=state backward the states interleaved per pass (dividing a lane's). */
+  const int have = effective_states(base->states, base->dstate);
+  const bool bwd_states = base->op == SF_OP_BWD && base->split_states;
+  const int per_lane = base->threads > 0 ? base->dstate / base->threads : 1;
+  for (int states = 1; (bwd_states || (base->op == SF_OP_FWD && !base->split_states)) && states <= 16 &&
+                       states <= base->dstate;
+       states *= 2) {
+    if (bwd_states ? (states > per_lane || per_lane % states != 0 || states == base->states)
+                   : (effective_states(states, base->dstate) != states || states == have))
+      continue;
+    sf_variant v = *base;
+    v.states = states;
+    if (sf_variant_validate(&v) != SF_OK || !worth_measuring(r, &v)) continue;
+    if (count < cap) out[count] = v;
+    count++;
+  }
+  /* Register caps: blocks per SM the kernel must fit, while that many blocks still fit
+   * the SM's 2048 threads (and its 32 blocks). */
+  const int block = sf_variant_block_threads(base);
+  for (int blocks = 2; blocks <= 32; blocks = blocks < 16 ? blocks * 2 : blocks + 8) {
+    if (blocks == base->min_blocks || blocks * block > 2048) continue;
+    sf_variant v = *base;
+    v.min_blocks = blocks;
+    if (sf_variant_validate(&v) != SF_OK) continue;
+    if (count < cap) out[count] = v;
+    count++;
+  }
+  return count;
+}
