@@ -8,17 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/support/cli_run.h"
 #include "tests/support/temp_dir.h"
-
-/* Runs a shell command; its exit status, stdout and stderr together in out. */
-static int run(const char *command, char *out, size_t cap) {
-  FILE *p = popen(command, "r");
-  cr_assert_not_null(p);
-  size_t n = fread(out, 1, cap - 1, p);
-  out[n] = '\0';
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static unsigned mode_of(const char *path) {
   struct stat st;
@@ -29,17 +20,14 @@ static unsigned mode_of(const char *path) {
 static int files_in(const char *dir) {
   char command[4300], out[64];
   snprintf(command, sizeof command, "ls -A '%s' | wc -l", dir);
-  run(command, out, sizeof out);
+  run_shell(command, out, sizeof out);
   return atoi(out);
 }
 
 /* A scratch directory removed when the test's process exits. */
 static const char *scratch(void) {
-  static char path[256];
-  char *made = temp_dir_for_test("sf_cli_layers_");
-  cr_assert_not_null(made);
-  snprintf(path, sizeof path, "%s", made);
-  free(made);
+  const char *path = scratch_dir("sf_cli_layers_");
+  cr_assert_not_null(path);
   return path;
 }
 
@@ -58,14 +46,14 @@ Test(cache_layers_cli, warm_into_then_stat_ls_and_clear, .timeout = 300) {
   snprintf(command, sizeof command,
            "umask 077; '%s' cache warm --arch sm_80 --grid '%s' --into '%s' --jobs 1 2>&1",
            SCANFORGE_CLI_PATH, grid, layer);
-  cr_assert_eq(run(command, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 0, "%s", out);
   cr_assert_not_null(strstr(out, "1 compiled, 0 already cached, 0 failed"), "%s", out);
   cr_assert_eq(mode_of(layer), 0755);
   snprintf(sub, sizeof sub, "%s/v1/sm_80", layer);
   cr_assert_eq(mode_of(sub), 0755);
   char bin[8192];
   snprintf(command, sizeof command, "ls '%s'/*.bin", sub);
-  run(command, bin, sizeof bin);
+  run_shell(command, bin, sizeof bin);
   bin[strcspn(bin, "\n")] = '\0';
   cr_assert_eq(mode_of(bin), 0644, "%s", bin);
 
@@ -73,13 +61,13 @@ Test(cache_layers_cli, warm_into_then_stat_ls_and_clear, .timeout = 300) {
   snprintf(command, sizeof command,
            "SCANFORGE_CACHE_PATH=/nonexistent '%s' cache warm --arch sm_80 --grid '%s' --into '%s' 2>&1",
            SCANFORGE_CLI_PATH, grid, layer);
-  cr_assert_eq(run(command, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 0, "%s", out);
   cr_assert_not_null(strstr(out, "0 compiled, 1 already cached, 0 failed"), "%s", out);
 
   /* Serving: the layer from the environment, a private writable cache. */
   snprintf(command, sizeof command, "SCANFORGE_CACHE_PATH='%s:%s/missing' '%s' cache stat --dir '%s' 2>&1",
            layer, base, SCANFORGE_CLI_PATH, home);
-  cr_assert_eq(run(command, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 0, "%s", out);
   cr_assert_not_null(strstr(out, "layer 1"), "%s", out);
   cr_assert_not_null(strstr(out, "(read-only): 1 entries"), "%s", out);
   cr_assert_not_null(strstr(out, "layer 2"), "%s", out);
@@ -89,7 +77,7 @@ Test(cache_layers_cli, warm_into_then_stat_ls_and_clear, .timeout = 300) {
 
   snprintf(command, sizeof command, "SCANFORGE_CACHE_PATH='%s' '%s' cache ls --dir '%s' 2>&1", layer,
            SCANFORGE_CLI_PATH, home);
-  cr_assert_eq(run(command, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 0, "%s", out);
   char heading[4200];
   snprintf(heading, sizeof heading, "== layer 1: %s (read-only) ==", layer);
   char *in_layer = strstr(out, heading), *writable = strstr(out, "(writable) ==");
@@ -102,7 +90,7 @@ Test(cache_layers_cli, warm_into_then_stat_ls_and_clear, .timeout = 300) {
   for (int i = 0; i < 2; i++) {
     snprintf(command, sizeof command, "SCANFORGE_CACHE_PATH='%s' '%s' cache %s --dir '%s' 2>&1",
              layer, SCANFORGE_CLI_PATH, i ? "clear" : "prune --max-bytes 1", home);
-    cr_assert_eq(run(command, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(run_shell(command, out, sizeof out), 0, "%s", out);
     cr_assert_eq(files_in(sub), 2, "the layer lost files: %s", out);
   }
 }
@@ -110,11 +98,11 @@ Test(cache_layers_cli, warm_into_then_stat_ls_and_clear, .timeout = 300) {
 Test(cache_layers_cli, into_only_for_warm) {
   char command[1024], out[4096];
   snprintf(command, sizeof command, "'%s' cache stat --into /tmp/x 2>&1", SCANFORGE_CLI_PATH);
-  cr_assert_eq(run(command, out, sizeof out), 2, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 2, "%s", out);
   cr_assert_not_null(strstr(out, "--into"), "%s", out);
   snprintf(command, sizeof command, "'%s' cache warm --arch sm_80 --dir /tmp/a --into /tmp/b 2>&1",
            SCANFORGE_CLI_PATH);
-  cr_assert_eq(run(command, out, sizeof out), 2, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 2, "%s", out);
   cr_assert_not_null(strstr(out, "--dir"), "%s", out);
 }
 
@@ -124,7 +112,7 @@ Test(cache_layers_cli, warm_into_an_untrusted_directory_fails) {
   cr_assert_eq(chmod(base, 0777), 0);
   snprintf(command, sizeof command, "'%s' cache warm --arch sm_80 --into '%s' 2>&1",
            SCANFORGE_CLI_PATH, base);
-  cr_assert_eq(run(command, out, sizeof out), 1, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 1, "%s", out);
   cr_assert_not_null(strstr(out, "writable by group or others"), "%s", out);
   cr_assert_eq(files_in(base), 0, "wrote into a refused directory");
 }

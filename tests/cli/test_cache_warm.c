@@ -5,15 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Runs a shell command, returns its exit status and its stdout+stderr in out. */
-static int run(const char *command, char *out, size_t cap) {
-  FILE *p = popen(command, "r");
-  cr_assert_not_null(p);
-  size_t n = fread(out, 1, cap - 1, p);
-  out[n] = '\0';
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+#include "tests/support/cli_run.h"
 
 Test(cache_warm, compiles_a_grid_then_finds_it_cached, .timeout = 300) {
   char dir[] = "/tmp/scanforge_warm_XXXXXX";
@@ -28,23 +20,23 @@ Test(cache_warm, compiles_a_grid_then_finds_it_cached, .timeout = 300) {
   char command[2048], out[16384];
   snprintf(command, sizeof command, "%s cache warm --arch sm_80,sm_90 --grid %s --dir %s/cache --jobs 2 2>&1",
            SCANFORGE_CLI_PATH, grid, dir);
-  cr_assert_eq(run(command, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 0, "%s", out);
   cr_expect(strstr(out, "4 compiled, 0 already cached, 0 failed") != NULL, "%s", out);
-  cr_assert_eq(run(command, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run_shell(command, out, sizeof out), 0, "%s", out);
   cr_expect(strstr(out, "0 compiled, 4 already cached, 0 failed") != NULL, "%s", out);
   snprintf(command, sizeof command, "rm -rf %s", dir);
-  run(command, out, sizeof out);
+  run_shell(command, out, sizeof out);
 }
 
 Test(cache_warm, bad_options_name_themselves) {
   char command[1024], out[4096];
   snprintf(command, sizeof command, "%s cache warm 2>&1", SCANFORGE_CLI_PATH);
-  cr_expect_eq(run(command, out, sizeof out), 2);
+  cr_expect_eq(run_shell(command, out, sizeof out), 2);
   cr_expect(strstr(out, "--arch") != NULL, "%s", out);
   snprintf(command, sizeof command, "%s cache warm --arch sm_12 --dir /tmp 2>&1", SCANFORGE_CLI_PATH);
-  cr_expect_eq(run(command, out, sizeof out), 2);
+  cr_expect_eq(run_shell(command, out, sizeof out), 2);
   cr_expect(strstr(out, "sm_12") != NULL, "%s", out);
   snprintf(command, sizeof command, "%s cache warm --arch sm_90 --grid /nonexistent/grid 2>&1", SCANFORGE_CLI_PATH);
-  cr_expect_eq(run(command, out, sizeof out), 2);
+  cr_expect_eq(run_shell(command, out, sizeof out), 2);
   cr_expect(strstr(out, "--grid") != NULL, "%s", out);
 }

@@ -122,11 +122,8 @@ static char *snapshot(const char *root) {
 
 /* A scratch directory removed when the test's process exits. */
 static const char *scratch(void) {
-  static char path[256];
-  char *made = temp_dir_for_test("sf_layers_");
-  cr_assert_not_null(made);
-  snprintf(path, sizeof path, "%s", made);
-  free(made);
+  const char *path = scratch_dir("sf_layers_");
+  cr_assert_not_null(path);
   return path;
 }
 

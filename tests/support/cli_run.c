@@ -23,3 +23,12 @@ int run_env(const char *env, const char *args, char **output) {
   *output = text;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+int run_shell(const char *command, char *out, size_t cap) {
+  FILE *pipe = popen(command, "r");
+  cr_assert_not_null(pipe, "cannot run %s", command);
+  size_t n = fread(out, 1, cap - 1, pipe);
+  out[n] = '\0';
+  int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

@@ -29,3 +29,14 @@ char *temp_dir_for_test(const char *prefix) {
   if (made_count < MAX_DIRS) snprintf(made[made_count++], sizeof made[0], "%s", path);
   return strdup(path);
 }
+
+const char *scratch_dir(const char *prefix) {
+  char *path = temp_dir_for_test(prefix);
+  if (!path) return NULL;
+  for (int i = 0; i < made_count; i++)
+    if (strcmp(made[i], path) == 0) {
+      free(path);
+      return made[i];
+    }
+  return path; /* beyond MAX_DIRS: kept (and not removed) for the process */
+}

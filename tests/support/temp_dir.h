@@ -6,4 +6,7 @@
  * in it are removed when the process exits (Criterion runs each test in its own process). */
 char *temp_dir_for_test(const char *prefix);
 
+/* The same, as a path that stays valid for the process (no freeing); NULL on failure. */
+const char *scratch_dir(const char *prefix);
+
 #endif
