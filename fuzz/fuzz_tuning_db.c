@@ -1,4 +1,4 @@
-/* fuzz_tuning_db.c: the tuning database loader (tuning/database.c: JSON checked against
+/* fuzz_tuning_db.c: the tuning database loader (runtime/launch_config/tuning_database.c: JSON checked against
  * its schema). What it accepts must survive a write and a re-read unchanged, as
  * sf_tune_db_save does with the entries already in the file. */
 #include "fuzz/fuzz_support.h"
