@@ -15,5 +15,9 @@ bash scripts/install-deps.sh
   --config-settings=cmake.define.CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON .
 "$python" -c "import tensorflow as tf, scanforge_tf; print('scanforge_tf', scanforge_tf.__version__, 'on TensorFlow', tf.__version__)"
 # Run from tests/tf so the installed package, not the source tree, is what gets imported.
+# pytest's scratch directories go in one of our own, removed afterwards: a test run
+# leaves /tmp as it found it.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/scanforge_tf_tests.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
 cd tests/tf
-"$python" -m pytest -q -p no:cacheprovider .
+"$python" -m pytest -q -p no:cacheprovider --basetemp="$scratch/pytest" .
