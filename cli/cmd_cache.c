@@ -227,7 +227,8 @@ int cmd_cache(int argc, char **argv) {
   }
   sf_cache *cache;
   if (sf_cache_open(&opt, &cache) != SF_OK) return cli_fail("cache", "cannot open the cache");
-  for (size_t i = 0; i < sf_cache_warning_count(cache); i++)
+  size_t warned = sf_cache_warning_count(cache);
+  for (size_t i = 0; i < warned; i++)
     fprintf(stderr, "scanforge cache: warning: %s\n", sf_cache_warning_at(cache, i));
   int rc = 0;
   sf_cache_removed removed;
@@ -244,6 +245,16 @@ int cmd_cache(int argc, char **argv) {
     rc = do_stat(cache);
   } else if (strcmp(action, "warm") == 0) {
     rc = cache_warm(cache, arch, grid, jobs);
+    /* What went wrong while compiling (a full disk) is said too, and a warm whose
+     * kernels did not all reach the disk has failed. */
+    for (size_t i = warned; i < sf_cache_warning_count(cache); i++)
+      fprintf(stderr, "scanforge cache: warning: %s\n", sf_cache_warning_at(cache, i));
+    sf_cache_stats after;
+    if (rc == 0 && sf_cache_stat(cache, &after) == SF_OK && after.memory_only) {
+      fprintf(stderr, "scanforge cache warm: the cache went memory-only while warming "
+                      "(the warning above): not every kernel is on disk\n");
+      rc = 1;
+    }
   } else if (strcmp(action, "prune") == 0) {
     if (sf_cache_prune(cache, st.max_bytes, &removed) != SF_OK)
       rc = cli_fail("cache", "prune failed");

@@ -10,11 +10,12 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "base/env.h"
 #include "base/error.h"
 
 const char *sf_template_dir(void) {
-  const char *dir = getenv("SCANFORGE_TEMPLATE_DIR");
-  return dir && dir[0] ? dir : NULL;
+  sf_env_value dir; /* secure_getenv: set-user-ID programs take the built-in set */
+  return sf_env_get(SF_ENV_TEMPLATE_DIR, &dir) ? dir.text : NULL;
 }
 
 sf_status sf_template_dir_check(void) {

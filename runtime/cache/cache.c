@@ -30,21 +30,26 @@ const char *sf_cache_source_name(sf_cache_source source) {
 
 /* ---- warnings and stamps -------------------------------------------------------- */
 
-void sf_cache_warn(sf_cache *cache, const char *text) {
+/* Keeps `text` unless it is known. Past the last slots warnings are dropped (they are
+ * repeats of a few kinds by then), but the last slot is kept for `essential` ones: the
+ * memory-only fallback is always heard. */
+static void warn(sf_cache *cache, const char *text, bool essential) {
   pthread_mutex_lock(&cache->warning_lock);
   size_t n = atomic_load(&cache->warning_count);
   bool known = false;
   for (size_t i = 0; i < n && !known; i++) known = strcmp(cache->warnings[i], text) == 0;
-  /* Past the last slot warnings are dropped: they are repeats of a few kinds by then. */
-  if (!known && n < SF_CACHE_WARNINGS_MAX && (cache->warnings[n] = strdup(text)))
+  const size_t room = essential ? SF_CACHE_WARNINGS_MAX : SF_CACHE_WARNINGS_MAX - 1;
+  if (!known && n < room && (cache->warnings[n] = strdup(text)))
     atomic_store(&cache->warning_count, n + 1); /* after the slot: readers take no lock */
   pthread_mutex_unlock(&cache->warning_lock);
 }
 
+void sf_cache_warn(sf_cache *cache, const char *text) { warn(cache, text, false); }
+
 void sf_cache_degrade(sf_cache *cache, const char *why) {
   char text[4096 + 64];
   snprintf(text, sizeof text, "kernel cache: %s; keeping kernels in memory only", why);
-  sf_cache_warn(cache, text);
+  warn(cache, text, true);
   atomic_store(&cache->memory_only, true);
 }
 

@@ -27,7 +27,7 @@ static const char *usable_env(sf_env_var var) {
 }
 
 static const char *nonempty_env(const char *name) {
-  const char *v = getenv(name);
+  const char *v = secure_getenv(name); /* set-user-ID programs ignore the environment */
   return v && v[0] ? v : NULL;
 }
 

@@ -15,6 +15,7 @@ static void skip(sf_cache *cache, sf_cache_layer *layer, const char *why) {
   snprintf(text, sizeof text, "kernel cache: skipping read-only layer %s (SCANFORGE_CACHE_PATH): %s",
            layer->root, why);
   layer->skipped = strdup(text);
+  layer->refused = true; /* even when strdup failed: never search it */
   sf_cache_warn(cache, text);
 }
 
@@ -83,7 +84,7 @@ sf_entry_state sf_cache_layers_load(sf_cache *cache, const char *subdir, const s
   sf_cache_key_hex(key, hex);
   for (size_t i = 0; i < cache->layers.count; i++) {
     const sf_cache_layer *layer = &cache->layers.items[i];
-    if (layer->skipped) continue;
+    if (layer->refused) continue;
     char dir[4096], bin[4096], text[4096 + 256];
     int n = snprintf(dir, sizeof dir, "%s/%s", layer->store, subdir);
     if (n < 0 || (size_t)n >= sizeof dir || !sf_entry_path(bin, sizeof bin, dir, hex, SF_FILE_BIN))

@@ -3,6 +3,7 @@
 #ifndef SCANFORGE_CACHE_LAYERS_H
 #define SCANFORGE_CACHE_LAYERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "runtime/cache/cache.h"
@@ -12,6 +13,7 @@ typedef struct sf_cache_layer {
   char *root;    /* as listed */
   char *store;   /* <root>/v1 */
   char *skipped; /* NULL: searched; else why not (also among the cache's warnings) */
+  bool refused;  /* not searched (set even when `skipped` could not be allocated) */
 } sf_cache_layer;
 
 typedef struct sf_cache_layers {

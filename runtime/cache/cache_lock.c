@@ -17,6 +17,12 @@
 sf_key_lock_result sf_key_lock_take(const char *path, bool wait, mode_t mode, int *fd_out) {
   for (;;) {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
+    /* The umask must not narrow a shared cache's lock files (0660 for a team): whoever
+     * creates one gives it the cache's mode. Only the owner can; others leave it be. */
+    struct stat created;
+    if (fd >= 0 && fstat(fd, &created) == 0 && created.st_uid == geteuid() &&
+        (created.st_mode & 07777) != mode)
+      (void)fchmod(fd, mode);
     if (fd < 0) {
       sf_fail(SF_ECACHE, "cannot open lock file %s: %s", path, strerror(errno));
       return SF_KEY_LOCK_FAILED;

@@ -59,8 +59,8 @@ absl::Status SharedContext(sf_context** out) {
   return absl::OkStatus();
 }
 
-// Logs bad environment variables and each of the kernel cache's warnings (memory-only fallback, a skipped read-only
-// layer, a damaged entry) once per process through TensorFlow's log: the library never
+// Logs bad environment variables and each of the kernel cache's warnings (memory-only
+// fallback, a skipped read-only layer, a damaged entry) once per process through TensorFlow's log: the library never
 // prints, and unheard, a refused cache means every serving process recompiles its kernels.
 // Called after every library call, since some warnings only arise as kernels load.
 void ReportCacheWarnings(const sf_context* sf) {
@@ -74,9 +74,11 @@ void ReportCacheWarnings(const sf_context* sf) {
   const size_t count = sf_context_warning_count(sf);
   if (count <= reported.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(mu);
-  for (size_t i = reported.load(std::memory_order_relaxed); i < count; i++)
+  // Counted again under the lock: a thread that read an older count must not log twice.
+  const size_t now = sf_context_warning_count(sf);
+  for (size_t i = reported.load(std::memory_order_relaxed); i < now; i++)
     LOG(WARNING) << "scanforge: " << sf_context_warning_at(sf, i);
-  reported.store(count, std::memory_order_release);
+  if (now > reported.load(std::memory_order_relaxed)) reported.store(now, std::memory_order_release);
 }
 
 PartialShape ShapeOf(const Tensor& t) {
