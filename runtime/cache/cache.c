@@ -82,6 +82,19 @@ static void open_disk(sf_cache *cache, const char *dir) {
     sf_cache_degrade(cache, sf_last_error());
     return;
   }
+  /* The root is made, then resolved and vetted (as well as v1: whoever can write the root
+   * can replace v1); from then on the cache uses only the resolved path. */
+  bool missing;
+  char *real = NULL;
+  if (sf_cache_dir_prepare(cache->root, &cache->policy) != SF_OK ||
+      !(real = sf_cache_dir_resolve(cache->root, &missing)) ||
+      sf_cache_dir_check(real, cache->policy.trust_group, &missing) != SF_OK) {
+    free(real);
+    sf_cache_degrade(cache, sf_last_error());
+    return;
+  }
+  free(cache->root);
+  cache->root = real;
   size_t n = strlen(cache->root) + sizeof "/v1";
   cache->store = malloc(n);
   if (!cache->store) {
@@ -89,9 +102,7 @@ static void open_disk(sf_cache *cache, const char *dir) {
     return;
   }
   snprintf(cache->store, n, "%s/v1", cache->root);
-  /* The root is vetted as well as v1: whoever can write the root can replace v1. */
-  if (sf_cache_dir_prepare(cache->root, &cache->policy) != SF_OK ||
-      sf_cache_dir_prepare(cache->store, &cache->policy) != SF_OK)
+  if (sf_cache_dir_prepare(cache->store, &cache->policy) != SF_OK)
     sf_cache_degrade(cache, sf_last_error());
   else if (sf_cache_dir_probe(cache->store) != SF_OK) {
     char why[4096];

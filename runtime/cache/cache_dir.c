@@ -150,3 +150,13 @@ sf_status sf_cache_dir_probe(const char *path) {
   free(probe);
   return SF_OK;
 }
+
+char *sf_cache_dir_resolve(const char *path, bool *missing) {
+  *missing = false;
+  char *real = realpath(path, NULL);
+  if (!real) {
+    *missing = errno == ENOENT;
+    sf_fail(SF_ECACHE, "cannot resolve cache directory %s: %s", path, strerror(errno));
+  }
+  return real;
+}

@@ -31,6 +31,12 @@ char *sf_cache_default_dir(void);
  * SF_ECACHE says what is wrong; *missing (may be NULL) is set when it does not exist. */
 sf_status sf_cache_dir_check(const char *path, bool trust_group, bool *missing);
 
+/* The path with every symbolic link, "." and ".." resolved (malloc'd), or NULL with the
+ * error set (*missing: it does not exist). The cache vets this path and then reads and
+ * writes only through it, so a link on the way that is swapped after the vetting cannot
+ * redirect where kernels come from. */
+char *sf_cache_dir_resolve(const char *path, bool *missing);
+
 /* Makes `path` a usable cache directory: creates it and its missing parents with the
  * policy's dir_mode, then checks it as sf_cache_dir_check does. */
 sf_status sf_cache_dir_prepare(const char *path, const sf_cache_policy *policy);

@@ -19,18 +19,34 @@ static void skip(sf_cache *cache, sf_cache_layer *layer, const char *why) {
   sf_cache_warn(cache, text);
 }
 
+/* Lookups go through the resolved root (`root` stays as listed, for messages). */
+static bool use_resolved(sf_cache_layer *layer, const char *real) {
+  size_t n = strlen(real) + sizeof "/v1";
+  char *store = malloc(n);
+  if (!store) return false;
+  snprintf(store, n, "%s/v1", real);
+  free(layer->store);
+  layer->store = store;
+  return true;
+}
+
 /* Decides once whether a layer is searched: its root and v1 must be trusted directories. */
 static void vet_layer(sf_cache *cache, sf_cache_layer *layer) {
   bool missing;
+  char *real = NULL;
   if (layer->root[0] != '/') {
     skip(cache, layer, "not an absolute path");
-  } else if (sf_cache_dir_check(layer->root, cache->policy.trust_group, &missing) != SF_OK) {
+  } else if (!(real = sf_cache_dir_resolve(layer->root, &missing)) ||
+             sf_cache_dir_check(real, cache->policy.trust_group, &missing) != SF_OK) {
     skip(cache, layer, missing ? "the directory does not exist" : sf_last_error());
+  } else if (!use_resolved(layer, real)) {
+    skip(cache, layer, "out of memory");
   } else if (sf_cache_dir_check(layer->store, cache->policy.trust_group, &missing) != SF_OK) {
     skip(cache, layer, missing ? "it holds no kernels (no v1 directory; fill it with "
                                  "`scanforge cache warm --into DIR`)"
                                : sf_last_error());
   }
+  free(real);
 }
 
 static sf_status add_layer(sf_cache *cache, const char *root, size_t length) {

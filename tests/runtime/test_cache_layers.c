@@ -502,3 +502,29 @@ Test(cache_layers, context_hands_out_every_warning) {
   cr_assert_eq(sf_context_warning(ctx), sf_context_warning_at(ctx, 0));
   sf_context_destroy(ctx);
 }
+
+/* The cache resolves a symbolic link to its directory once, when it vets it: a link
+ * swapped afterwards (to a directory of someone else's) changes nothing. */
+Test(cache_layers, a_link_swapped_after_vetting_does_not_redirect) {
+  const char *base = scratch();
+  char mine[1024], theirs[1024], link[1024], path[1200], hex[33], got[64];
+  snprintf(mine, sizeof mine, "%s/mine", base);
+  snprintf(theirs, sizeof theirs, "%s/theirs", base);
+  snprintf(link, sizeof link, "%s/link", base);
+  cr_assert_eq(mkdir(mine, 0700), 0);
+  cr_assert_eq(mkdir(theirs, 0777), 0);
+  cr_assert_eq(chmod(theirs, 0777), 0);
+  cr_assert_eq(symlink(mine, link), 0);
+  sf_cache *c = open_with(link, "", false);
+  cr_assert_eq(sf_cache_warning_count(c), 0, "%s", all_warnings(c));
+  cr_assert_eq(unlink(link), 0);
+  cr_assert_eq(symlink(theirs, link), 0);
+  cr_assert_eq(get(c, "after", "built after the swap", got, sizeof got), SF_CACHE_BUILT);
+  sf_cache_close(c);
+  sf_cache_key key = key_named("after");
+  sf_cache_key_hex(&key, hex);
+  snprintf(path, sizeof path, "%s/v1/sm_90/%s.bin", mine, hex);
+  cr_expect_eq(access(path, F_OK), 0, "the entry is in the vetted directory");
+  snprintf(path, sizeof path, "%s/v1", theirs);
+  cr_expect_neq(access(path, F_OK), 0, "nothing went through the swapped link");
+}
