@@ -225,6 +225,8 @@ int cmd_compile(int argc, char **argv) {
   sf_binary binary;
   sf_status status = sf_compile(source, source_name, arch, want_ptx, &binary);
   free(source);
+  /* An architecture NVRTC or scanforge does not take is bad usage, like a bad spec. */
+  if (status == SF_EINVAL) return cli_fail("compile", "compilation failed"), CLI_USAGE;
   if (status != SF_OK) return cli_fail("compile", "compilation failed");
   if (show_log || strstr(binary.log, "warning"))
     fprintf(stderr, "%s", binary.log); /* warnings matter to a template author */

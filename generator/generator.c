@@ -26,6 +26,7 @@ typedef struct generation {
   long next_line;
   bool at_line_start;  /* the output ends with a newline (or is empty) */
   bool continued;      /* the last output line ends with a backslash: no directive fits */
+  char last_char;      /* the last character written other than '\r' and '\n' */
 } generation;
 
 const char *sf_template_of(const sf_variant *v) {
@@ -58,8 +59,13 @@ static void emit_from(generation *g, const char *name, long line, const char *te
     /* A blank line needs no directive: the next line with text gets one if it needs it. */
     if (g->at_line_start && !(newline && strspn(text, " \t\r") == piece - 1)) mark_line(g, name, line);
     sf_text_append(&g->output, text, piece);
+    /* The line's last character may come from an earlier piece, and CRLF templates put
+     * a '\r' between a continuation's backslash and its newline. */
+    for (size_t i = 0; i < piece; i++)
+      if (text[i] != '\r' && text[i] != '\n') g->last_char = text[i];
     if (newline) {
-      g->continued = piece >= 2 && text[piece - 2] == '\\';
+      g->continued = g->last_char == '\\';
+      g->last_char = '\0';
       g->next_line++;
     }
     g->at_line_start = newline != NULL;
@@ -134,6 +140,8 @@ static int lua_include(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   load_template(L, g, name, false);
   lua_call(L, 0, 0);
+  /* A template whose last line has no newline must not glue the next line onto it. */
+  if (!g->at_line_start) emit_from(g, name, g->next_line, "\n", 1);
   return 0;
 }
 

@@ -50,6 +50,68 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
                (lua_Integer)sb->limits.max_instructions);
 }
 
+/* ---- string functions metered by the bytes they touch ------------------------------ */
+
+/* A string function works in C in time that grows with its strings, while the count
+ * hook sees one call: each costs one instruction per BYTES_PER_INSTRUCTION bytes (about
+ * what they take in time), so a loop over a huge string still meets the limit. */
+enum { BYTES_PER_INSTRUCTION = 4 };
+
+static void charge(lua_State *L, unsigned long long bytes) {
+  sf_sandbox *sb = sandbox_of(L);
+  sb->instructions += (long long)(bytes / BYTES_PER_INSTRUCTION);
+  if (sb->instructions > sb->limits.max_instructions)
+    luaL_error(L, "instruction limit exceeded (%I VM instructions): the template runs too long",
+               (lua_Integer)sb->limits.max_instructions);
+}
+
+/* Calls the library function (upvalue 1) after charging for its string arguments. */
+static int metered_call(lua_State *L) {
+  unsigned long long bytes = 0;
+  const int n = lua_gettop(L);
+  for (int i = 1; i <= n; i++)
+    if (lua_type(L, i) == LUA_TSTRING) bytes += lua_rawlen(L, i);
+  charge(L, bytes);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, n, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* string.rep: its C loop runs n times even when the result is empty, so its cost is
+ * charged (and the result's size checked) before it starts. */
+static int metered_rep(lua_State *L) {
+  size_t length, separator;
+  luaL_checklstring(L, 1, &length);
+  const lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_optlstring(L, 3, "", &separator);
+  if (n <= 0 || length + separator == 0) {
+    lua_pushliteral(L, "");
+    return 1;
+  }
+  const unsigned long long per_copy = length + separator;
+  if ((unsigned long long)n > sandbox_of(L)->limits.max_bytes / per_copy + 1)
+    return luaL_error(L, "string.rep: the result would exceed the template's memory limit");
+  charge(L, (unsigned long long)n * per_copy);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+/* Replaces the string library's functions in the table at `index` by metered ones. */
+static void meter_string_functions(lua_State *L, int index) {
+  static const char *const metered[] = {"byte", "char", "format", "lower", "reverse", "sub", "upper", NULL};
+  for (const char *const *name = metered; *name; name++) {
+    lua_getfield(L, index, *name);
+    lua_pushcclosure(L, metered_call, 1);
+    lua_setfield(L, index, *name);
+  }
+  lua_getfield(L, index, "rep");
+  lua_pushcclosure(L, metered_rep, 1);
+  lua_setfield(L, index, "rep");
+}
+
 /* Copies the allow-listed fields of the table at `source_index` into a new table. */
 static void copy_fields(lua_State *L, int source_index, const char *const *names) {
   lua_newtable(L);
@@ -90,6 +152,7 @@ static void build_environment(lua_State *L) {
   for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
     lua_getfield(L, globals, libraries[i].name);
     copy_fields(L, lua_gettop(L), libraries[i].fields);
+    if (libraries[i].fields == string_names) meter_string_functions(L, lua_gettop(L));
     lua_setfield(L, env, libraries[i].name);
     lua_pop(L, 1);
   }

@@ -36,7 +36,7 @@ n=0
   grep -ohE '`[A-Za-z_]+=[^` ]+`' README.md docs/*.md | tr -d '`'
   sed -n 's/^ *"flags": "\(.*\)",$/\1/p' tuning/defaults/*.json
   # `scanforge variants` of the ordinary build, when there is one (CI builds it first).
-  [ -x build/scanforge ] && build/scanforge variants 2>/dev/null
+  if [ -x build/scanforge ]; then build/scanforge variants 2>/dev/null; fi
 } | sort -u | while read -r spec; do
   n=$((n + 1)); printf '%s' "$spec" > "$seeds/variant_spec/seed_$n"
 done

@@ -23,8 +23,8 @@ libdir=$(dirname "$(dirname "$pc")")
 run_consumer() {
   local found
   found=$(ldd "$1" | awk '/libscanforge\.so/{print $3}')
-  if [ "$2" = shared ] && [ "$found" != "$(realpath "$libdir/libscanforge.so.0")" ] && [ "$found" != "$libdir/libscanforge.so.0" ]; then
-    echo "test-install: $1 loads '${found:-no libscanforge.so}', not $libdir/libscanforge.so.0" >&2; exit 1
+  if [ "$2" = shared ] && [ "$found" != "$(realpath "$libdir/libscanforge.so.0.1")" ] && [ "$found" != "$libdir/libscanforge.so.0.1" ]; then
+    echo "test-install: $1 loads '${found:-no libscanforge.so}', not $libdir/libscanforge.so.0.1" >&2; exit 1
   fi
   if [ "$2" = static ] && [ -n "$found" ]; then
     echo "test-install: $1 should not load libscanforge.so (it does: $found)" >&2; exit 1

@@ -72,6 +72,17 @@ Test(sandbox, functions_that_loop_in_c_are_not_offered) {
                sf_last_error());
 }
 
+Test(sandbox, string_work_in_c_counts_towards_the_limit, .timeout = 30) {
+  /* string.rep loops n times in C even when the result is empty. */
+  cr_expect_eq(run_lua("assert(string.rep('', math.maxinteger) == '')"), SF_OK, "%s", sf_last_error());
+  expect_refused("local s = string.rep('', math.maxinteger, 'x')", "memory limit");
+  /* One call over a long string is one VM instruction: charged by its bytes instead. */
+  expect_refused("local s = string.rep('x', 1 << 23) for i = 1, 1e6 do local u = s:upper() end",
+                 "instruction limit");
+  cr_expect_eq(run_lua("assert(string.rep('ab', 3, ',') == 'ab,ab,ab') assert(('Ab'):lower() == 'ab')"), SF_OK,
+               "%s", sf_last_error());
+}
+
 Test(sandbox, unbounded_allocation_is_stopped) {
   expect_refused("local t = {} for i = 1, 1e9 do t[i] = i end", "memory limit");
   expect_refused("local s = string.rep('x', 1 << 28)", "memory limit");

@@ -218,3 +218,46 @@ Test(template_lines, an_unchanged_copy_gives_the_same_source) {
   free(copied);
   free(dir);
 }
+
+/* Generates the main template `text` (named t.tpl) for a small forward variant. */
+static char *generate_text(const char *text) {
+  sf_variant v;
+  cr_assert_eq(sf_variant_parse("op=fwd,split=time,dstate=16", &v), SF_OK, "%s", sf_last_error());
+  char *source = NULL;
+  size_t length = 0;
+  cr_assert_eq(sf_generate_from_text(&v, "t.tpl", text, strlen(text), NULL, &source, &length), SF_OK, "%s",
+               sf_last_error());
+  return source;
+}
+
+Test(template_lines, no_directive_inside_a_continued_line_of_a_crlf_template) {
+  char *source = generate_text("#define SUM(x) \\\r\n@ for i = 1, 3 do\r\n  (x) + $(i) + \\\r\n@ end\r\n  0\r\n");
+  for (const char *p = strstr(source, "\\\r\n"); p; p = strstr(p + 1, "\\\r\n"))
+    cr_expect_neq(strncmp(p + 3, "#line", 5), 0, "a #line inside the macro:\n%s", source);
+  cr_expect_not_null(strstr(source, "(x) + 3 + \\\r\n  0"), "%s", source);
+  free(source);
+}
+
+Test(template_lines, an_included_template_without_a_final_newline_ends_its_line) {
+  char *dir = temp_dir_for_test("sf_template_lines_");
+  cr_assert_not_null(dir);
+  char path[512];
+  snprintf(path, sizeof path, "%s/inc.tpl", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("int inc_a = 1;\nint inc_b = 2;", f); /* no newline at the end */
+  fclose(f);
+  cr_assert_eq(setenv("SCANFORGE_TEMPLATE_DIR", dir, 1), 0);
+  char *source = generate_text("@ include(\"inc.tpl\")\nint l10 = 10;\n");
+  cr_expect_null(strstr(source, "2;int"), "two lines glued:\n%s", source);
+  cr_expect_not_null(strstr(source, "int inc_b = 2;\n"), "%s", source);
+  const char *after = strstr(source, "int l10 = 10;");
+  cr_assert_not_null(after);
+  /* l10's line is attributed to t.tpl, not to inc.tpl. */
+  const char *directive = NULL;
+  for (const char *p = strstr(source, "#line"); p && p < after; p = strstr(p + 1, "#line")) directive = p;
+  cr_assert_not_null(directive);
+  cr_expect_eq(strncmp(directive, "#line 2 \"templates/t.tpl\"", 25), 0, "%.40s", directive);
+  free(source);
+  free(dir);
+}
