@@ -98,12 +98,12 @@ Test(cmd_compile, usage_errors_exit_2) {
   free(out);
 }
 
-Test(cmd_compile, unsupported_arch_exits_1) {
+Test(cmd_compile, unsupported_arch_exits_2) {
   char dir[] = "/tmp/sf_cli_compile_XXXXXX", path[512], args[1024];
   write_temp(dir, "k.cu", kernel, path, sizeof path);
   snprintf(args, sizeof args, "compile --source '%s' --arch sm_12", path);
   char *out;
-  cr_assert_eq(run_cli(args, &out), 1, "%s", out);
+  cr_assert_eq(run_cli(args, &out), 2, "%s", out);
   cr_assert_not_null(strstr(out, "sm_12"), "%s", out);
   free(out);
   remove(path);
