@@ -297,8 +297,8 @@ static int run(const bench_options *o, const bench_row_list *rows) {
     bench_gpu_close(&g);
     return 1;
   }
-  const char *warning = sf_context_warning(g.ctx);
-  if (warning) fprintf(stderr, "scanforge bench: warning: %s\n", warning);
+  size_t warnings_shown = 0;
+  cli_print_warnings("bench", g.ctx, &warnings_shown);
   const char *tuning_warning = bench_launch_untuned ? NULL : sf_tuning_warning();
   if (tuning_warning) fprintf(stderr, "scanforge bench: warning: %s\n", tuning_warning);
   if (bench_measure_copy(&g, &copy_bytes) != SF_OK) {

@@ -303,8 +303,8 @@ int cmd_check(int argc, char **argv) {
 
   sf_context *ctx = NULL;
   if (sf_context_create(NULL, &ctx) != SF_OK) return cli_fail("check", "cannot create a context");
-  const char *warning = sf_context_warning(ctx);
-  if (warning) fprintf(stderr, "scanforge check: warning: %s\n", warning);
+  size_t warnings_shown = 0;
+  cli_print_warnings("check", ctx, &warnings_shown);
 
   sf_launch launch = {.on_host = !on_gpu, .host_threads = (int)o.threads, .spec = o.spec};
   int result_code = 1;

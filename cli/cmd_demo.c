@@ -220,8 +220,8 @@ int cmd_demo(int argc, char **argv) {
   if (cli_note_template_dir("demo") != CLI_OK) return CLI_FAILED;
   sf_context *ctx;
   if (sf_context_create(NULL, &ctx) != SF_OK) return cli_fail("demo", "cannot create a context");
-  const char *warning = sf_context_warning(ctx);
-  if (warning) fprintf(stderr, "scanforge demo: warning: %s\n", warning);
+  size_t warnings_shown = 0;
+  cli_print_warnings("demo", ctx, &warnings_shown);
 
   printf("scanforge demo: the Mamba selective scan, generated from Lua templates, compiled by\n"
          "NVRTC, cached on disk, checked against a float64 evaluation of docs/math.md.\n\n");

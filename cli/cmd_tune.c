@@ -275,8 +275,8 @@ static int run_tune(const tune_cli *o, const char *db_path, const sf_tune_reques
   }
   sf_context *ctx = NULL;
   if (sf_context_create(NULL, &ctx) != SF_OK) return cli_fail("tune", "cannot create a context");
-  const char *warning = sf_context_warning(ctx);
-  if (warning) fprintf(stderr, "scanforge tune: warning: %s\n", warning);
+  size_t warnings_shown = 0;
+  cli_print_warnings("tune", ctx, &warnings_shown);
   sf_tune_gpu gpu;
   if (sf_tune_gpu_of_device(0, &gpu) == SF_OK)
     printf("GPU %s (cc %d.%d, %d SMs, %.0f GiB), driver %d, NVRTC %s, templates %s\ndatabase %s\n\n", gpu.name,

@@ -31,6 +31,11 @@ int cmd_tune(int argc, char **argv);
 
 /* Prints "scanforge NAME: message" and the library's last error to stderr; returns 1. */
 int cli_fail(const char *command, const char *what);
+
+/* Prints the context's warnings from number *shown on (each once: *shown is advanced),
+ * "scanforge COMMAND: warning: ..." on stderr. */
+struct sf_context;
+void cli_print_warnings(const char *command, const struct sf_context *ctx, size_t *shown);
 /* True when argv holds -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
 

@@ -54,6 +54,12 @@ static void print_environment_warning(void) {
   }
 }
 
+void cli_print_warnings(const char *command, const struct sf_context *ctx, size_t *shown) {
+  const size_t count = sf_context_warning_count(ctx);
+  for (; *shown < count; (*shown)++)
+    fprintf(stderr, "scanforge %s: warning: %s\n", command, sf_context_warning_at(ctx, *shown));
+}
+
 int cli_fail(const char *command, const char *what) {
   const char *detail = sf_last_error();
   if (detail[0])

@@ -292,3 +292,11 @@ Test(cli_usage, demo_counts_failed_calls_not_targets, .timeout = 300) {
   free(out);
   free(dir);
 }
+
+/* ---- warnings ------------------------------------------------------------------------ */
+
+Test(cli_usage, every_cache_warning_is_printed_not_only_the_first) {
+  const char *env = "SCANFORGE_CACHE_PATH=/nonexistent/sf_layer_a:/nonexistent/sf_layer_b ";
+  expect_env(env, "check --shape 1,4,16,4 --device cpu", 0, "skipping read-only layer /nonexistent/sf_layer_a");
+  expect_env(env, "check --shape 1,4,16,4 --device cpu", 0, "skipping read-only layer /nonexistent/sf_layer_b");
+}
