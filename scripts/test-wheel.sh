@@ -45,7 +45,8 @@ trap 'rm -rf "$scratch"' EXIT
 wheels=("$scratch"/dist/scanforge_tf-*.whl)
 echo "test-wheel: built ${wheels[0]##*/}"
 "$python" -m venv --system-site-packages "$scratch/venv"
-"$scratch/venv/bin/python" -m pip install --quiet --no-deps "${wheels[0]}"
+# --ignore-installed: a scanforge_tf in the system's site-packages must not stand in for it.
+"$scratch/venv/bin/python" -m pip install --quiet --no-deps --ignore-installed "${wheels[0]}"
 
 # The README's TensorFlow example, checked against the shapes its comments announce.
 "$python" - README.md "$scratch/readme_example.py" <<'EOF'
@@ -57,7 +58,9 @@ if not blocks:
 expected = [line.split("#", 1)[1].strip() for line in blocks[0].splitlines()
             if line.startswith("print(") and "#" in line]
 check = f"""
-import contextlib, io
+import contextlib, io, os, sys
+import scanforge_tf
+assert scanforge_tf.__file__.startswith(sys.prefix + os.sep), f"scanforge_tf came from {{scanforge_tf.__file__}}, not the venv"
 printed = io.StringIO()
 with contextlib.redirect_stdout(printed):
     exec(compile({blocks[0]!r}, "README.md", "exec"))

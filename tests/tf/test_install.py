@@ -81,3 +81,18 @@ def test_the_op_carries_the_libraries_it_links():
         assert (package / soname).is_file(), soname
         where = resolved.get(soname)
         assert where and pathlib.Path(where).resolve() == (package / soname).resolve(), (soname, where)
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="needs ldd")
+def test_the_scanforge_command_takes_the_libraries_from_the_package():
+    """The command's RUNPATH leads from the scripts folder to the package: Jansson and xxHash
+    resolve to the bundled copies, not to the system's."""
+    command = os.path.join(sysconfig.get_path("scripts"), "scanforge")
+    package = pathlib.Path(ops._LIBRARY).parent
+    resolved = {}
+    for line in subprocess.run(["ldd", command], capture_output=True, text=True).stdout.splitlines():
+        name, _, where = line.strip().partition(" => ")
+        resolved[name] = where.split(" (")[0]
+    for soname in ("libjansson.so.4", "libxxhash.so.0"):
+        where = resolved.get(soname)
+        assert where and pathlib.Path(where).resolve() == (package / soname).resolve(), (soname, where)
