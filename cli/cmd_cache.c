@@ -92,6 +92,12 @@ static int do_stat(sf_cache *cache) {
   return 0;
 }
 
+/* The cache's warnings from number *shown on, each once (*shown is advanced). */
+static void print_warnings(const sf_cache *cache, size_t *shown) {
+  for (const size_t count = sf_cache_warning_count(cache); *shown < count; (*shown)++)
+    fprintf(stderr, "scanforge cache: warning: %s\n", sf_cache_warning_at(cache, *shown));
+}
+
 typedef struct ls_state {
   bool verbose;
   int count;
@@ -227,9 +233,8 @@ int cmd_cache(int argc, char **argv) {
   }
   sf_cache *cache;
   if (sf_cache_open(&opt, &cache) != SF_OK) return cli_fail("cache", "cannot open the cache");
-  size_t warned = sf_cache_warning_count(cache);
-  for (size_t i = 0; i < warned; i++)
-    fprintf(stderr, "scanforge cache: warning: %s\n", sf_cache_warning_at(cache, i));
+  size_t warned = 0;
+  print_warnings(cache, &warned);
   int rc = 0;
   sf_cache_removed removed;
   sf_cache_stats st;
@@ -247,8 +252,7 @@ int cmd_cache(int argc, char **argv) {
     rc = cache_warm(cache, arch, grid, jobs);
     /* What went wrong while compiling (a full disk) is said too, and a warm whose
      * kernels did not all reach the disk has failed. */
-    for (size_t i = warned; i < sf_cache_warning_count(cache); i++)
-      fprintf(stderr, "scanforge cache: warning: %s\n", sf_cache_warning_at(cache, i));
+    print_warnings(cache, &warned);
     sf_cache_stats after;
     if (rc == 0 && sf_cache_stat(cache, &after) == SF_OK && after.memory_only) {
       fprintf(stderr, "scanforge cache warm: the cache went memory-only while warming "

@@ -65,17 +65,23 @@ static void charge(lua_State *L, unsigned long long bytes) {
                (lua_Integer)sb->limits.max_instructions);
 }
 
-/* Calls the library function (upvalue 1) after charging for its string arguments. */
+/* Calls the library function the closure wraps (upvalue 1) with the closure's arguments. */
+static int call_wrapped(lua_State *L, int results) {
+  const int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, n, results);
+  return lua_gettop(L);
+}
+
+/* Calls the library function after charging for its string arguments. */
 static int metered_call(lua_State *L) {
   unsigned long long bytes = 0;
   const int n = lua_gettop(L);
   for (int i = 1; i <= n; i++)
     if (lua_type(L, i) == LUA_TSTRING) bytes += lua_rawlen(L, i);
   charge(L, bytes);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, n, LUA_MULTRET);
-  return lua_gettop(L);
+  return call_wrapped(L, LUA_MULTRET);
 }
 
 /* string.rep: its C loop runs n times even when the result is empty, so its cost is
@@ -93,10 +99,7 @@ static int metered_rep(lua_State *L) {
   if ((unsigned long long)n > sandbox_of(L)->limits.max_bytes / per_copy + 1)
     return luaL_error(L, "string.rep: the result would exceed the template's memory limit");
   charge(L, (unsigned long long)n * per_copy);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, 1);
-  return 1;
+  return call_wrapped(L, 1);
 }
 
 /* Replaces the string library's functions in the table at `index` by metered ones. */
