@@ -53,6 +53,7 @@ static const variable variables[SF_ENV_COUNT] = {
     [SF_ENV_CACHE_PATH] = {"SCANFORGE_CACHE_PATH", KIND_PATH, "no read-only layers"},
     [SF_ENV_CACHE_TRUST_GROUP] = {"SCANFORGE_CACHE_TRUST_GROUP", KIND_BOOL,
                                   "off (group-writable directories stay untrusted)"},
+    [SF_ENV_SEGMENTS] = {"SCANFORGE_SEGMENTS", KIND_BOOL, "on"},
 };
 
 const char *sf_env_name(sf_env_var var) {

@@ -21,6 +21,7 @@ typedef enum sf_env_var {
   SF_ENV_CUDA_LIBRARY,    /* path or library name: the CUDA driver to load */
   SF_ENV_CACHE_PATH,      /* colon-separated directories: read-only cache layers */
   SF_ENV_CACHE_TRUST_GROUP, /* boolean: trust group-writable cache directories */
+  SF_ENV_SEGMENTS,        /* boolean: scan segments of the sequence in parallel when it pays */
   SF_ENV_COUNT
 } sf_env_var;
 

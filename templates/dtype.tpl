@@ -38,6 +38,15 @@ __device__ __forceinline__ elem_t from_float(float x) {
 #endif
 }
 @ end
+@ if size == 2 then
+/* Four 16-bit elements at `from` (8-byte aligned) as fp32 at `to` (16-byte aligned): one
+ * 8-byte load and one 16-byte store. */
+__device__ __forceinline__ void widen4(const elem_t *from, float *to) {
+  const uint2 w = *reinterpret_cast<const uint2 *>(from);
+  *reinterpret_cast<float4 *>(to) = make_float4(to_float((elem_t)(w.x & 0xffffu)), to_float((elem_t)(w.x >> 16)),
+                                                to_float((elem_t)(w.y & 0xffffu)), to_float((elem_t)(w.y >> 16)));
+}
+@ end
 
 @ for _, items in ipairs(run_lengths or { variant.items }) do
 @ local vbytes = common.vector_bytes(items, size)

@@ -236,12 +236,7 @@ template <bool CARRY, bool CARRY_STATE> __device__ __forceinline__ void scan_bwd
 @   for _, m in ipairs({ "B", "C" }) do
 @     if variant[m .. "_var"] then
     if ($(m == "B" and "true" or "with_C")) {
-      for (int w = threadIdx.x; w < $(N * TB // 2); w += $(BLOCK)) {
-        const int n = w / $(TB // 2), i = 2 * (w % $(TB // 2));
-        const unsigned int pair = *reinterpret_cast<const unsigned int *>(&st.$(m)[n][i]);
-        BC_f32[$(which)][n][i] = to_float((elem_t)(pair & 0xffffu));
-        BC_f32[$(which)][n][i + 1] = to_float((elem_t)(pair >> 16));
-      }
+$(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      "))
     }
 @       which = which + 1
 @     end

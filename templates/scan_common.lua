@@ -60,4 +60,20 @@ function M.spread_strides(lanes, lane_rows, rows_per_slot, row, align)
   return best.inner, best.slot_words
 end
 
+-- C statements that widen `rows` staged 16-bit rows of `items` steps (`from`, an array of
+-- rows) into fp32 rows (`to`), four steps per thread and pass, by the `block` threads of
+-- a block: the passes are unrolled, so no division or loop test is left but the last
+-- pass's bound. The rows of both arrays must start 16-byte aligned (rows of 4k floats).
+function M.widen_rows(from, to, rows, items, block, indent)
+  local quads, per_row = rows * items // 4, items // 4
+  local lines = {}
+  for pass = 0, (quads + block - 1) // block - 1 do
+    local w = string.format("(int)threadIdx.x + %d", pass * block)
+    local guard = (pass + 1) * block > quads and string.format("if (threadIdx.x < %d) ", quads - pass * block) or ""
+    lines[#lines + 1] = string.format("%s{ const int w = %s; %swiden4(&%s[w / %d][4 * (w %% %d)], &%s[w / %d][4 * (w %% %d)]); }",
+      indent, w, guard, from, per_row, per_row, to, per_row, per_row)
+  end
+  return table.concat(lines, "\n")
+end
+
 return M

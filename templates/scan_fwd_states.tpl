@@ -186,11 +186,8 @@ template <bool CARRY> __device__ __forceinline__ void scan_fwd_body(const sf_fwd
 @   local which = 0
 @   for _, m in ipairs({ "B", "C" }) do
 @     if variant[m .. "_var"] then
-    for (int e = threadIdx.x; e < $(N * TB // 2) && $(m == "C" and "!CARRY" or "true"); e += $(BLOCK)) {
-      const int n = e / $(TB // 2), i = 2 * (e % $(TB // 2));
-      const unsigned int w = *reinterpret_cast<const unsigned int *>(&st.$(m)[n][i]);
-      BC_f32[$(which)][n][i] = to_float((elem_t)(w & 0xffffu));
-      BC_f32[$(which)][n][i + 1] = to_float((elem_t)(w >> 16));
+    if ($(m == "C" and "!CARRY" or "true")) {
+$(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      "))
     }
 @       which = which + 1
 @     end

@@ -18,6 +18,8 @@ sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen,
   const int64_t interval = sf_scan_state_interval(seqlen);
   const sf_segments none = {.count = 0, .length = (int)interval};
   if (!v->split_states || sf_scan_saved_states(seqlen) < 2 || (double)blocks >= max_fill * capacity) return none;
+  sf_env_value allowed; /* an experiment knob: off walks every sequence in one block per channel group */
+  if (sf_env_get(SF_ENV_SEGMENTS, &allowed) && !allowed.number) return none;
   const int least = min_segment(v);
   int length = (int)interval;
   for (;;) {

@@ -135,7 +135,7 @@ Test(env, nothing_to_say_when_unset_or_good) {
                          "SCANFORGE_TUNING", "SCANFORGE_TUNING_DB", "SCANFORGE_TEMPLATE_DIR",
                          "SCANFORGE_CPU_KERNELS", "SCANFORGE_MIN_SEGMENT", "SCANFORGE_NVRTC_LIBRARY",
                          "CUDA_HOME", "SCANFORGE_CUDA_LIBRARY", "SCANFORGE_CACHE_PATH",
-                         "SCANFORGE_CACHE_TRUST_GROUP"};
+                         "SCANFORGE_CACHE_TRUST_GROUP", "SCANFORGE_SEGMENTS"};
   cr_assert_eq(sizeof names / sizeof names[0], (size_t)SF_ENV_COUNT, "a variable is missing here");
   for (int i = 0; i < SF_ENV_COUNT; i++) {
     cr_expect_str_eq(sf_env_name((sf_env_var)i), names[i]);
@@ -198,7 +198,7 @@ Test(env, every_variable_reports_through_one_channel) {
              {"SCANFORGE_CPU_KERNELS", "avx512"}, {"SCANFORGE_MIN_SEGMENT", "-8"},
              {"SCANFORGE_NVRTC_LIBRARY", too_long()}, {"CUDA_HOME", too_long()},
              {"SCANFORGE_CUDA_LIBRARY", too_long()}, {"SCANFORGE_CACHE_PATH", too_long()},
-             {"SCANFORGE_CACHE_TRUST_GROUP", "maybe"}};
+             {"SCANFORGE_CACHE_TRUST_GROUP", "maybe"}, {"SCANFORGE_SEGMENTS", "sometimes"}};
   cr_assert_eq(sizeof bad / sizeof bad[0], (size_t)SF_ENV_COUNT);
   for (int i = 0; i < SF_ENV_COUNT; i++) setenv(bad[i].name, bad[i].bad, 1);
   const char *text = sf_environment_warning();

@@ -67,3 +67,14 @@ Test(segments, the_combine_traffic_bounds_the_count) {
   /* a grid z holds at most 65535 segments: past that, no segments at all */
   cr_expect_eq(sf_segments_for(&v, 1, (int64_t)512 * 70000, capacity, 0.5).count, 0);
 }
+
+Test(segments, can_be_turned_off_for_experiments) {
+  sf_variant v = state_split();
+  const sf_segments on = sf_segments_for(&v, 32, 1024, capacity, 0.5);
+  setenv("SCANFORGE_SEGMENTS", "off", 1);
+  const sf_segments off = sf_segments_for(&v, 32, 1024, capacity, 0.5);
+  unsetenv("SCANFORGE_SEGMENTS");
+  cr_expect_gt(on.count, 0, "32 blocks leave the GPU idle: segments expected");
+  cr_expect_eq(off.count, 0, "SCANFORGE_SEGMENTS=off: one walk per channel group, got %lld segments",
+               (long long)off.count);
+}
