@@ -64,6 +64,7 @@
 @ run_lengths = { Q }
 @ include("kernel_params.h")
 @ include("dtype.tpl")
+@ include("carry_combine.tpl")
 @ -- the copies that fill a stage (stage_copy.tpl, stage_tasks.tpl): B, u and delta first
 @ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = EPC * size, rows = {} }
 @ local function channel_row(name, ptr, stride)
@@ -336,19 +337,13 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
   }
   /* Chunks of steps walked last to first, each from a saved state: the state intervals,
    * or, once the carries were measured, this block's segment alone. Its adjoint past its
-   * end is then what the later segments hand back, combined from the last one down. */
+   * end is then what the later segments hand back (sf_scan_bwd_combine left it). */
   const bool parallel = f.carry_decay != 0;
   const int chunk = parallel ? f.segment : K;
   const int c_last = parallel ? (int)blockIdx.z : f.nsaved - 1, c_first = parallel ? (int)blockIdx.z : 0;
   if (parallel) {
-#pragma unroll 4
-    for (int c = f.nsegments - 1; c > c_last; c--) { /* unrolled: four segments' loads in flight at once */
 #pragma unroll
-      for (int s = 0; s < $(S); s++) {
-        const long long at = (state_row / $(N) * f.nsegments + c) * $(N) + lane + s * $(LN);
-        e[s] = f.carry_decay[at] * e[s] + p.carry_adjoint[at];
-      }
-    }
+    for (int s = 0; s < $(S); s++) e[s] = p.carry_adjoint[(state_row / $(N) * f.nsegments + c_last) * $(N) + lane + s * $(LN)];
   }
   for (int c = c_last; c >= c_first; c--) {
     const int i0 = c * chunk;
@@ -359,7 +354,7 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
     for (int s = 0; s < $(S); s++)
       h[s] = interval > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + interval - 1) * $(N) + lane + s * $(LN)]
                           : (f.h0 ? f.h0[state_row + lane + s * $(LN)] : 0.f);
-    if (parallel) { /* then the earlier segments of the interval hand it on (a few: not unrolled) */
+    if (parallel) { /* then the earlier segments of the interval hand it on (at most 7: not unrolled) */
 #pragma unroll 1
       for (int j = interval * (K / chunk); j < c; j++) {
 #pragma unroll
@@ -621,6 +616,18 @@ extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_carry(const 
   /* a segment's state from 0 is needed only when segments are shorter than an interval */
   if (p.f.segment < p.f.state_interval) scan_bwd_body<true, true>(p);
   else scan_bwd_body<true, false>(p);
+}
+
+/* Between the carry pass and the main pass: each segment's R becomes the adjoint past its
+ * end, from d_last_state through the later segments (e = P e + R, the last first). */
+extern "C" __global__ void __launch_bounds__(256) sf_scan_bwd_combine(const sf_bwd_params p) {
+  const sf_fwd_params &f = p.f;
+  const long long dn = blockIdx.x * 8ll + threadIdx.x % 8; /* (channel, state) of batch row blockIdx.y */
+  const bool active = dn < (long long)f.dim * $(N);
+  const long long state = (long long)blockIdx.y * f.dim * $(N) + (active ? dn : 0);
+  const long long first = (state / $(N) * f.nsegments) * $(N) + state % $(N); /* segment 0's entry */
+  combine_carries(f.carry_decay, p.carry_adjoint, first, f.nsegments, f.nsegments, true,
+                  active && p.d_last_state ? p.d_last_state[state] : 0.f, active);
 }
 @ if det then
 

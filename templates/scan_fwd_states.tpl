@@ -43,6 +43,7 @@
 @ if Q ~= TB then run_lengths[2] = Q end
 @ include("kernel_params.h")
 @ include("dtype.tpl")
+@ include("carry_combine.tpl")
 
 #define SF_LOG2E 1.4426950408889634f
 
@@ -92,7 +93,7 @@ struct stage_t {
 #pragma nv_diag_suppress 128
 
 /* The kernel's body: CARRY = false scans (with p.carry_decay set, block z scans segment
- * z alone from the state the earlier segments hand it); CARRY = true (sf_scan_fwd_carry)
+ * z alone from the state sf_scan_fwd_combine left for it); CARRY = true (sf_scan_fwd_carry)
  * only measures, per segment, the product of its decays and its state at its end from a
  * state of 0 at its start. */
 template <bool CARRY> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
@@ -161,15 +162,9 @@ template <bool CARRY> __device__ __forceinline__ void scan_fwd_body(const sf_fwd
     decay[s] = 1.f;
     if (CARRY) h[s] = 0.f;
   }
-  if (!CARRY && parallel) { /* the state at t_begin: the earlier segments' carries, in order */
-#pragma unroll 4
-    for (int c = 0; c < (int)blockIdx.z; c++) { /* unrolled: four segments' loads in flight at once */
+  if (!CARRY && parallel) { /* the state at t_begin, from h0 through the earlier segments (sf_scan_fwd_combine) */
 #pragma unroll
-      for (int s = 0; s < $(S); s++) {
-        const long long at = (state_row / $(N) * p.nsegments + c) * $(N) + lane + s * $(LN);
-        h[s] = p.carry_decay[at] * h[s] + p.carry_state[at];
-      }
-    }
+    for (int s = 0; s < $(S); s++) h[s] = p.carry_state[(state_row / $(N) * p.nsegments + blockIdx.z) * $(N) + lane + s * $(LN)];
   }
   const int nblocks = (t_end - t_begin + $(TB - 1)) / $(TB);
   fetch(t_begin, 0, !CARRY);
@@ -338,4 +333,15 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_carry(const sf_fwd_params p) {
   scan_fwd_body<true>(p);
+}
+
+/* Between the carry pass and the scan: each segment's F becomes the state before it, from
+ * h0 through the earlier segments (h = P h + F; the last segment's carry is never measured). */
+extern "C" __global__ void __launch_bounds__(256) sf_scan_fwd_combine(const sf_fwd_params p) {
+  const long long dn = blockIdx.x * 8ll + threadIdx.x % 8; /* (channel, state) of batch row blockIdx.y */
+  const bool active = dn < (long long)p.dim * $(N);
+  const long long state = (long long)blockIdx.y * p.dim * $(N) + (active ? dn : 0);
+  const long long first = (state / $(N) * p.nsegments) * $(N) + state % $(N); /* segment 0's entry */
+  combine_carries(p.carry_decay, p.carry_state, first, p.nsegments - 1, p.nsegments, false,
+                  active && p.h0 ? p.h0[state] : 0.f, active);
 }

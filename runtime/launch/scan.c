@@ -47,11 +47,12 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
   st = sf_plan_segments(ctx, kernel, &v, (int64_t)grid_x * r->batch, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, &segments);
   if (st != SF_OK) return st;
   CUstream stream = (CUstream)launch->stream;
-  const sf_kernel *carry = NULL;
+  const sf_kernel *carry = NULL, *combine = NULL;
   CUdeviceptr carries = 0;
   const int64_t carry_count = r->batch * r->dim * segments.count * N;
   if (segments.count > 0) {
     st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_fwd_carry", &carry, NULL);
+    if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_fwd_combine", &combine, NULL);
     if (st == SF_OK)
       st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 2 * sizeof(float), stream),
                        "cuMemAllocAsync(segment carries)");
@@ -69,6 +70,7 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
       st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)(segments.count - 1), block,
                                         1, 1, 0, stream, params, NULL),
                        "cuLaunchKernel(sf_scan_fwd_carry)");
+      if (st == SF_OK) st = sf_segments_combine(cu, combine, rows, r->dim, N, params, stream);
       if (st != SF_OK) break;
     }
     st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,

@@ -152,11 +152,12 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   }
 
   /* Per segment: its decays' product, its state and its adjoint from 0 (kernel_params.h). */
-  const sf_kernel *carry = NULL;
+  const sf_kernel *carry = NULL, *combine = NULL;
   CUdeviceptr carries = 0;
   const int64_t carry_count = f->batch * f->dim * segments.count * N;
   if (segments.count > 0) {
     st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_bwd_carry", &carry, NULL);
+    if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_bwd_combine", &combine, NULL);
     if (st == SF_OK)
       st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 3 * sizeof(float), stream),
                        "cuMemAllocAsync(segment carries)");
@@ -193,6 +194,7 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
       st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)segments.count, block, 1, 1,
                                         0, stream, params, NULL),
                        "cuLaunchKernel(sf_scan_bwd_carry)");
+      if (st == SF_OK) st = sf_segments_combine(cu, combine, rows, f->dim, N, params, stream);
       if (st != SF_OK) break;
     }
     st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,

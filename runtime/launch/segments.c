@@ -24,15 +24,22 @@ sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen,
   int length = (int)interval;
   for (;;) {
     const double shorter = (double)((seqlen + length / 2 - 1) / (length / 2)); /* segments if halved */
-    /* every block combines the carries before it: segments^2 / 2 per (channel, state) */
-    const double combine_bytes = (double)blocks * v->channels * shorter * shorter * v->dstate * 4.0;
     if (length / 2 < least || (double)blocks * ((seqlen + length - 1) / length) >= SF_SEGMENT_WAVES * capacity ||
-        shorter > SF_MAX_SEGMENTS || combine_bytes > SF_MAX_COMBINE_BYTES)
+        shorter > SF_MAX_SEGMENTS)
       break;
     length /= 2;
   }
   const int64_t count = (seqlen + length - 1) / length;
   return count <= SF_MAX_SEGMENTS ? (sf_segments){.count = count, .length = length} : none;
+}
+
+sf_status sf_segments_combine(const sf_cu *cu, const sf_kernel *combine, int64_t rows, int64_t dim, int64_t dstate,
+                              void **params, CUstream stream) {
+  enum { THREADS = 256, PAIRS = 8 }; /* a block: 8 (channel, state) pairs (templates/carry_combine.tpl) */
+  const int64_t blocks = (dim * dstate + PAIRS - 1) / PAIRS;
+  return sf_cu_check(cu->LaunchKernel(combine->function, (unsigned)blocks, (unsigned)rows, 1, THREADS, 1, 1, 0, stream,
+                                      params, NULL),
+                     "cuLaunchKernel(segment carries' combine)");
 }
 
 sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,

@@ -6,8 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runtime/launch/context.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/module.h"
+#include "runtime/launch/context.h"
 
 /* The split=state templates can scan segments of the sequence in parallel (one block per
  * segment, grid z) once a carry pass has measured what each segment hands the next
@@ -23,9 +24,15 @@ typedef struct sf_segments {
  * the blocks fill less than `max_fill` of what the GPU holds at once (the kernel's blocks
  * per SM x SMs). Then the state interval is halved, down to SF_MIN_SEGMENT steps (and
  * never under the variant's block of steps), until the segments' blocks fill the GPU
- * SF_SEGMENT_WAVES times over or the carries to combine would pass SF_MAX_COMBINE_BYTES. */
+ * SF_SEGMENT_WAVES times over. */
 sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
                            int64_t seqlen, double max_fill, sf_segments *plan);
+/* Launches `combine` (sf_scan_fwd_combine or sf_scan_bwd_combine) over `rows` batch rows of
+ * `dim` channels of `dstate` states: one thread per (row, channel, state), which turns the
+ * carry pass's per-segment carries into each segment's start, in place (`params`: the
+ * kernel's argument block, as for the carry pass). */
+sf_status sf_segments_combine(const sf_cu *cu, const sf_kernel *combine, int64_t rows, int64_t dim, int64_t dstate,
+                              void **params, CUstream stream);
 /* The same choice for a GPU that holds `capacity` of the kernel's blocks at once. */
 sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen, double capacity, double max_fill);
 
@@ -39,11 +46,6 @@ sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen,
  * per block ($SCANFORGE_MIN_SEGMENT overrides it, for experiments: a power of two). */
 #define SF_MIN_SEGMENT 64
 #define SF_SEGMENT_WAVES 2
-/* Each block combines the carries of the segments before it, so their traffic grows as
- * segments^2 (H200, fp32 forward): (1,64,65536,16) 110 us with 128 segments, 255 us with
- * 512 (1 GB of carries read); (1,1536,2048,16,z) bf16 82 us with 16, 98 us with 32 (100 MB).
- * Segments are not halved past this many bytes of it. */
-#define SF_MAX_COMBINE_BYTES (64.0 * 1024 * 1024)
 /* a launch's grid z holds at most 65535 blocks */
 #define SF_MAX_SEGMENTS 65535
 
