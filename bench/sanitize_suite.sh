@@ -14,7 +14,7 @@ limit=${1:-240}
 errors_of() {
   local log=$1 rc=$2
   local found
-  found=$(grep -h "ERROR SUMMARY" "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  found=$(grep -h -E "(ERROR|RACECHECK) SUMMARY" "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
   [ "$rc" = 124 ] && found="$found timed out after ${limit}s;"
   echo "exit $rc; ${found:-no summary}"
 }
