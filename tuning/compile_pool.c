@@ -34,24 +34,49 @@ sf_status sf_tuner_add_unique(run_state *s, const sf_variant *v) {
   return SF_OK;
 }
 
+void sf_tuner_compile_first(run_state *s, int begin, int end) {
+  atomic_store(&s->urgent_end, begin); /* no claims from the old range while it moves */
+  atomic_store(&s->urgent_next, begin);
+  atomic_store(&s->urgent_end, end);
+}
+
+/* Takes index i from `cursor` if it is still below `end`; *i is then the claimed index
+ * (or, when another thread claimed the variant first, -2: try again). */
+static bool take_from(run_state *s, atomic_int *cursor, int end, int *i) {
+  int at = atomic_load(cursor);
+  if (at >= end) return false;
+  if (!atomic_compare_exchange_weak(cursor, &at, at + 1)) *i = -2;
+  else *i = atomic_exchange(&s->uniques[at].taken, 1) ? -2 : at;
+  return true;
+}
+
+int sf_tuner_claim_compile(run_state *s) {
+  int i;
+  while (take_from(s, &s->urgent_next, atomic_load(&s->urgent_end), &i))
+    if (i >= 0) return i;
+  while (take_from(s, &s->next_compile, atomic_load(&s->unique_count), &i))
+    if (i >= 0) return i;
+  return -1;
+}
+
+/* Builds variant u (through the kernel cache) and publishes its status. */
+static void compile_unique(run_state *s, unique_variant *u) {
+  const void *data;
+  size_t size;
+  sf_cache_source where;
+  u->compile_status = sf_variant_binary(s->ctx->cache, s->target, &u->v, &data, &size, &where);
+  if (u->compile_status != SF_OK) snprintf(u->compile_error, sizeof u->compile_error, "%s", sf_last_error());
+  else u->compile_error[0] = '\0';
+  atomic_store(&u->done, 1);
+  atomic_fetch_add(&s->compiled, 1);
+}
+
 static void *compile_worker(void *arg) {
   run_state *s = arg;
   while (!atomic_load(&s->stop_compiling)) {
-    int i = atomic_load(&s->next_compile);
-    if (i >= atomic_load(&s->unique_count)) {
-      usleep(2000); /* the main thread may add more (the states round) */
-      continue;
-    }
-    if (!atomic_compare_exchange_weak(&s->next_compile, &i, i + 1)) continue;
-    unique_variant *u = &s->uniques[i];
-    const void *data;
-    size_t size;
-    sf_cache_source where;
-    u->compile_status = sf_variant_binary(s->ctx->cache, s->target, &u->v, &data, &size, &where);
-    if (u->compile_status != SF_OK) snprintf(u->compile_error, sizeof u->compile_error, "%s", sf_last_error());
-    else u->compile_error[0] = '\0';
-    atomic_store(&u->done, 1);
-    atomic_fetch_add(&s->compiled, 1);
+    const int i = sf_tuner_claim_compile(s);
+    if (i < 0) usleep(2000); /* the main thread may add more (the states round) */
+    else compile_unique(s, &s->uniques[i]);
   }
   return NULL;
 }
@@ -75,16 +100,8 @@ void sf_tuner_stop_compiling(run_state *s) {
 
 /* Waits for variant u's compile; false when the run is told to stop first. */
 bool sf_tuner_wait_compiled(run_state *s, int u, int entry, int candidate, int candidates) {
-  if (s->worker_count == 0 && !atomic_load(&s->uniques[u].done)) {
-    /* No pool (threads could not start): compile here. */
-    unique_variant *x = &s->uniques[u];
-    const void *data;
-    size_t size;
-    sf_cache_source where;
-    x->compile_status = sf_variant_binary(s->ctx->cache, s->target, &x->v, &data, &size, &where);
-    if (x->compile_status != SF_OK) snprintf(x->compile_error, sizeof x->compile_error, "%s", sf_last_error());
-    atomic_store(&x->done, 1);
-  }
+  /* Not claimed by the pool yet (or no pool): build it here rather than wait in line. */
+  if (!atomic_exchange(&s->uniques[u].taken, 1)) compile_unique(s, &s->uniques[u]);
   for (int spins = 0; !atomic_load(&s->uniques[u].done); spins++) {
     if (sf_tuner_should_stop(s)) return false;
     if (spins % 50 == 0) sf_tuner_report(s, "compiling", entry, candidate, candidates);

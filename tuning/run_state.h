@@ -20,6 +20,7 @@
 typedef struct unique_variant {
   sf_variant v;
   char spec[256];        /* canonical, to find it again */
+  atomic_int taken;      /* 1 once a thread has claimed its compile */
   atomic_int done;       /* 1 once compile_status is set (release) */
   sf_status compile_status;
   char compile_error[256];
@@ -50,10 +51,13 @@ typedef struct run_state {
   int todo_count;
   /* Distinct variants over all candidates, compiled by a pool of threads while the main
    * thread measures: the array never moves (sized up front), the main thread appends and
-   * publishes unique_count, workers take the next index. */
+   * publishes unique_count, workers take the next index. An entry's second round is
+   * appended after every planned candidate, so its range [urgent_next, urgent_end) is
+   * taken first; each variant's `taken` flag keeps two threads off one compile. */
   unique_variant *uniques;
   int unique_capacity;
   atomic_int unique_count, next_compile, compiled;
+  atomic_int urgent_next, urgent_end;
   atomic_bool stop_compiling;
   pthread_t workers[64];
   int worker_count;
@@ -81,9 +85,15 @@ void sf_tuner_report(run_state *s, const char *phase, int entry, int candidate, 
 int sf_tuner_find_unique(const run_state *s, const sf_variant *v);
 /* Adds v to the distinct variants unless it is there; main thread only. */
 sf_status sf_tuner_add_unique(run_state *s, const sf_variant *v);
+/* Has the pool compile variants [begin, end) before any other it has not started. */
+void sf_tuner_compile_first(run_state *s, int begin, int end);
+/* The next variant a compiling thread should build (claimed: no other thread gets it), or
+ * -1 when none is waiting. */
+int sf_tuner_claim_compile(run_state *s);
 void sf_tuner_start_compiling(run_state *s);
 void sf_tuner_stop_compiling(run_state *s);
-/* Waits for variant u's compile; false when the run is told to stop first. */
+/* Waits for variant u's compile, building it on this thread when no other has claimed it;
+ * false when the run is told to stop first. */
 bool sf_tuner_wait_compiled(run_state *s, int u, int entry, int candidate, int candidates);
 
 /* ---- candidate_check.c and candidate_timing.c: one candidate ----------------------------- */

@@ -158,7 +158,10 @@ sf_status sf_tuner_tune_entry(run_state *s, int index, sf_tune_entry *e, bool *s
   /* Stage 2: states and register caps around the best, compiled by the pool now. */
   sf_variant extra[REFINE_EXTRA];
   const int n_extra = st == SF_OK && !*stopped ? refine_round(r, e, extra) : 0;
+  const int appended_from = atomic_load(&s->unique_count);
   for (int j = 0; j < n_extra && st == SF_OK; j++) st = sf_tuner_add_unique(s, &extra[j]);
+  /* they come after every planned candidate: without this the entry would wait for all */
+  sf_tuner_compile_first(s, appended_from, atomic_load(&s->unique_count));
   for (int j = 0; j < n_extra && st == SF_OK; j++) {
     if ((*stopped = sf_tuner_should_stop(s))) break;
     sf_tuner_report(s, "tuning", index, count + j, count + n_extra);
