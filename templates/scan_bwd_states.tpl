@@ -354,7 +354,7 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
     for (int s = 0; s < $(S); s++)
       h[s] = interval > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + interval - 1) * $(N) + lane + s * $(LN)]
                           : (f.h0 ? f.h0[state_row + lane + s * $(LN)] : 0.f);
-    if (parallel) { /* then the earlier segments of the interval hand it on (at most 7: not unrolled) */
+    if (parallel) { /* then the earlier segments of the interval hand it on (7 at most with segments of 64 or more: not unrolled) */
 #pragma unroll 1
       for (int j = interval * (K / chunk); j < c; j++) {
 #pragma unroll

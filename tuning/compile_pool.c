@@ -101,6 +101,7 @@ void sf_tuner_stop_compiling(run_state *s) {
 /* Waits for variant u's compile; false when the run is told to stop first. */
 bool sf_tuner_wait_compiled(run_state *s, int u, int entry, int candidate, int candidates) {
   /* Not claimed by the pool yet (or no pool): build it here rather than wait in line. */
+  if (sf_tuner_should_stop(s)) return atomic_load(&s->uniques[u].done);
   if (!atomic_exchange(&s->uniques[u].taken, 1)) compile_unique(s, &s->uniques[u]);
   for (int spins = 0; !atomic_load(&s->uniques[u].done); spins++) {
     if (sf_tuner_should_stop(s)) return false;

@@ -39,7 +39,9 @@ typedef struct sf_fwd_params {
    * ceil(seqlen / segment). The carries, (batch, dim, nsegments, N) each: the product of
    * a segment's decays and its state at its end from a state of 0 at its start. NULL
    * (and nsegments 0): one block scans every step. The carry pass writes them; the
-   * backward's carry pass writes them too, with carry_adjoint below. */
+   * backward's carry pass writes them too, with carry_adjoint below. The forward's
+   * combine (sf_scan_fwd_combine) then replaces each carry_state by the state before its
+   * segment; the backward's keeps carry_state as measured. */
   int segment, nsegments;
   float *carry_decay, *carry_state;
 } sf_fwd_params;
@@ -63,8 +65,9 @@ typedef struct sf_bwd_params {
   float *dh0; /* (batch, dim, N), written */
   /* Segments in parallel (split=state backward): with f.carry_decay and f.carry_state,
    * (batch, dim, f.nsegments, N): a segment's adjoint at its start when the adjoint past
-   * its end is 0. Block z starts from the state the earlier segments of its state
-   * interval hand it and from the adjoint the later segments hand back. */
+   * its end is 0, until the combine (sf_scan_bwd_combine) replaces it by the adjoint past
+   * the segment's end. Block z starts from the state the earlier segments of its state
+   * interval hand it and from that adjoint. */
   float *carry_adjoint;
 } sf_bwd_params;
 

@@ -28,9 +28,10 @@ typedef struct sf_segments {
 sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
                            int64_t seqlen, double max_fill, sf_segments *plan);
 /* Launches `combine` (sf_scan_fwd_combine or sf_scan_bwd_combine) over `rows` batch rows of
- * `dim` channels of `dstate` states: one thread per (row, channel, state), which turns the
- * carry pass's per-segment carries into each segment's start, in place (`params`: the
- * kernel's argument block, as for the carry pass). */
+ * `dim` channels of `dstate` states: 32 threads per (row, channel, state), 8 of those a
+ * block (templates/carry_combine.tpl), which turn the carry pass's per-segment carries
+ * into what reaches each segment, in place (`params`: the kernel's argument block, as for
+ * the carry pass). */
 sf_status sf_segments_combine(const sf_cu *cu, const sf_kernel *combine, int64_t rows, int64_t dim, int64_t dstate,
                               void **params, CUstream stream);
 /* The same choice for a GPU that holds `capacity` of the kernel's blocks at once. */
