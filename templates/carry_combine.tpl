@@ -46,6 +46,5 @@ __device__ __forceinline__ void combine_carries(const float *__restrict__ P, flo
     V[at(k)] = x;
     x = p * x + v;
   }
-  if (maps < nseg && k_end == maps && k_begin < k_end) V[at(maps)] = x;
-  if (maps < nseg && maps == 0 && run == 0) V[at(0)] = x0;
+  if (maps < nseg && k_end == maps && k_begin < k_end) V[at(maps)] = x; /* maps >= 1: segments come two or more */
 }

@@ -47,17 +47,9 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
   st = sf_plan_segments(ctx, kernel, &v, (int64_t)grid_x * r->batch, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, &segments);
   if (st != SF_OK) return st;
   CUstream stream = (CUstream)launch->stream;
-  const sf_kernel *carry = NULL, *combine = NULL;
-  CUdeviceptr carries = 0;
-  const int64_t carry_count = r->batch * r->dim * segments.count * N;
-  if (segments.count > 0) {
-    st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_fwd_carry", &carry, NULL);
-    if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_fwd_combine", &combine, NULL);
-    if (st == SF_OK)
-      st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 2 * sizeof(float), stream),
-                       "cuMemAllocAsync(segment carries)");
-    if (st != SF_OK) return st;
-  }
+  sf_segment_passes passes; /* carries: decays and states */
+  st = sf_segment_passes_open(ctx, cu, &v, &segments, r->batch, r->dim, 2, stream, &passes);
+  if (st != SF_OK) return sf_segment_passes_close(cu, &passes, stream, st);
   for (int64_t b0 = 0; st == SF_OK && b0 < r->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
     const int64_t rows = r->batch - b0 < SF_MAX_BATCH_PER_LAUNCH ? r->batch - b0 : SF_MAX_BATCH_PER_LAUNCH;
     sf_fwd_params p = sf_fwd_params_for_rows(r, b0, rows);
@@ -65,12 +57,9 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
     if (segments.count > 0) { /* each segment's carry first (the last one's is never needed) */
       p.segment = segments.length;
       p.nsegments = (int)segments.count;
-      p.carry_decay = (float *)(uintptr_t)carries + b0 * r->dim * segments.count * N;
-      p.carry_state = p.carry_decay + carry_count;
-      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)(segments.count - 1), block,
-                                        1, 1, 0, stream, params, NULL),
-                       "cuLaunchKernel(sf_scan_fwd_carry)");
-      if (st == SF_OK) st = sf_segments_combine(cu, combine, rows, r->dim, N, params, stream);
+      p.carry_decay = sf_segment_carries(&passes, 0, b0);
+      p.carry_state = sf_segment_carries(&passes, 1, b0);
+      st = sf_segment_passes_run(cu, &passes, grid_x, rows, segments.count - 1, block, r->dim, N, params, stream);
       if (st != SF_OK) break;
     }
     st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,
@@ -78,11 +67,7 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
                                       params, NULL),
                      "cuLaunchKernel(sf_scan_fwd)");
   }
-  if (carries) {
-    const sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(segment carries)");
-    if (st == SF_OK) st = freed;
-  }
-  return st;
+  return sf_segment_passes_close(cu, &passes, stream, st);
 }
 
 sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch) {

@@ -152,16 +152,8 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   }
 
   /* Per segment: its decays' product, its state and its adjoint from 0 (kernel_params.h). */
-  const sf_kernel *carry = NULL, *combine = NULL;
-  CUdeviceptr carries = 0;
-  const int64_t carry_count = f->batch * f->dim * segments.count * N;
-  if (segments.count > 0) {
-    st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_bwd_carry", &carry, NULL);
-    if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, &v, "sf_scan_bwd_combine", &combine, NULL);
-    if (st == SF_OK)
-      st = sf_cu_check(cu->MemAllocAsync(&carries, (size_t)carry_count * 3 * sizeof(float), stream),
-                       "cuMemAllocAsync(segment carries)");
-  }
+  sf_segment_passes passes;
+  st = sf_segment_passes_open(ctx, cu, &v, &segments, f->batch, f->dim, 3, stream, &passes);
 
   const int es = sf_dtype_size(f->dtype);
   for (int64_t b0 = 0; st == SF_OK && b0 < f->batch; b0 += SF_MAX_BATCH_PER_LAUNCH) {
@@ -188,13 +180,10 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     if (segments.count > 0) {
       p.f.segment = segments.length;
       p.f.nsegments = (int)segments.count;
-      p.f.carry_decay = (float *)(uintptr_t)carries + b0 * f->dim * segments.count * N;
-      p.f.carry_state = p.f.carry_decay + carry_count;
-      p.carry_adjoint = p.f.carry_state + carry_count;
-      st = sf_cu_check(cu->LaunchKernel(carry->function, grid_x, (unsigned)rows, (unsigned)segments.count, block, 1, 1,
-                                        0, stream, params, NULL),
-                       "cuLaunchKernel(sf_scan_bwd_carry)");
-      if (st == SF_OK) st = sf_segments_combine(cu, combine, rows, f->dim, N, params, stream);
+      p.f.carry_decay = sf_segment_carries(&passes, 0, b0);
+      p.f.carry_state = sf_segment_carries(&passes, 1, b0);
+      p.carry_adjoint = sf_segment_carries(&passes, 2, b0);
+      st = sf_segment_passes_run(cu, &passes, grid_x, rows, segments.count, block, f->dim, N, params, stream);
       if (st != SF_OK) break;
     }
     st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,
@@ -202,10 +191,7 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
                                       params, NULL),
                      "cuLaunchKernel(sf_scan_bwd)");
   }
-  if (carries) {
-    sf_status freed = sf_cu_check(cu->MemFreeAsync(carries, stream), "cuMemFreeAsync(segment carries)");
-    if (st == SF_OK) st = freed;
-  }
+  st = sf_segment_passes_close(cu, &passes, stream, st);
   if (r->deterministic) st = finish_partials(ctx, cu, &v, &plan, st, stream);
   return st;
 }

@@ -1,9 +1,12 @@
-/* segments.c: the launch-time choice of scanning segments of the sequence in parallel. */
+/* segments.c: the launch-time choice of scanning segments of the sequence in parallel, and
+ * the two passes that run before a segmented scan. */
 #include "runtime/launch/segments.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/env.h"
+#include "generator/generator.h"
 #include "runtime/launch/kernels.h"
 #include "runtime/args/scan_args.h"
 
@@ -33,13 +36,45 @@ sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen,
   return count <= SF_MAX_SEGMENTS ? (sf_segments){.count = count, .length = length} : none;
 }
 
-sf_status sf_segments_combine(const sf_cu *cu, const sf_kernel *combine, int64_t rows, int64_t dim, int64_t dstate,
-                              void **params, CUstream stream) {
-  enum { THREADS = 256, PAIRS = 8 }; /* a block: 8 (channel, state) pairs (templates/carry_combine.tpl) */
+sf_status sf_segment_passes_open(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const sf_segments *plan,
+                                 int64_t batch, int64_t dim, int arrays, CUstream stream, sf_segment_passes *out) {
+  *out = (sf_segment_passes){.per_row = dim * plan->count * v->dstate};
+  out->count = batch * out->per_row;
+  if (plan->count == 0) return SF_OK;
+  char carry[64], combine[64];
+  snprintf(carry, sizeof carry, "%s_carry", sf_kernel_name(v->op));
+  snprintf(combine, sizeof combine, "%s_combine", sf_kernel_name(v->op));
+  sf_status st = sf_kernel_for_variant_entry(ctx, v, carry, &out->carry, NULL);
+  if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, v, combine, &out->combine, NULL);
+  if (st == SF_OK)
+    st = sf_cu_check(cu->MemAllocAsync(&out->carries, (size_t)(out->count * arrays) * sizeof(float), stream),
+                     "cuMemAllocAsync(segment carries)");
+  return st;
+}
+
+float *sf_segment_carries(const sf_segment_passes *sp, int array, int64_t b0) {
+  return (float *)(uintptr_t)sp->carries + array * sp->count + b0 * sp->per_row;
+}
+
+sf_status sf_segment_passes_run(const sf_cu *cu, const sf_segment_passes *sp, unsigned grid_x, int64_t rows,
+                                int64_t carry_segments, unsigned block, int64_t dim, int64_t dstate, void **params,
+                                CUstream stream) {
+  enum { THREADS = 256, PAIRS = 8 }; /* the combine kernels' block: 8 (channel, state) pairs */
+  sf_status st = sf_cu_check(cu->LaunchKernel(sp->carry->function, grid_x, (unsigned)rows, (unsigned)carry_segments,
+                                              block, 1, 1, 0, stream, params, NULL),
+                             "cuLaunchKernel(segment carries)");
+  if (st != SF_OK) return st;
   const int64_t blocks = (dim * dstate + PAIRS - 1) / PAIRS;
-  return sf_cu_check(cu->LaunchKernel(combine->function, (unsigned)blocks, (unsigned)rows, 1, THREADS, 1, 1, 0, stream,
-                                      params, NULL),
+  return sf_cu_check(cu->LaunchKernel(sp->combine->function, (unsigned)blocks, (unsigned)rows, 1, THREADS, 1, 1, 0,
+                                      stream, params, NULL),
                      "cuLaunchKernel(segment carries' combine)");
+}
+
+sf_status sf_segment_passes_close(const sf_cu *cu, sf_segment_passes *sp, CUstream stream, sf_status st) {
+  if (!sp->carries) return st;
+  const sf_status freed = sf_cu_check(cu->MemFreeAsync(sp->carries, stream), "cuMemFreeAsync(segment carries)");
+  sp->carries = 0;
+  return st == SF_OK ? freed : st;
 }
 
 sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,

@@ -27,13 +27,30 @@ typedef struct sf_segments {
  * SF_SEGMENT_WAVES times over. */
 sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
                            int64_t seqlen, double max_fill, sf_segments *plan);
-/* Launches `combine` (sf_scan_fwd_combine or sf_scan_bwd_combine) over `rows` batch rows of
- * `dim` channels of `dstate` states: 32 threads per (row, channel, state), 8 of those a
- * block (templates/carry_combine.tpl), which turn the carry pass's per-segment carries
- * into what reaches each segment, in place (`params`: the kernel's argument block, as for
- * the carry pass). */
-sf_status sf_segments_combine(const sf_cu *cu, const sf_kernel *combine, int64_t rows, int64_t dim, int64_t dstate,
-                              void **params, CUstream stream);
+/* The two passes that run before a segmented scan, shared by the forward and the backward:
+ * the carry pass (sf_scan_{fwd,bwd}_carry) and the combine (sf_scan_{fwd,bwd}_combine,
+ * templates/carry_combine.tpl), with the carries' stream-ordered workspace. */
+typedef struct sf_segment_passes {
+  const sf_kernel *carry, *combine;
+  CUdeviceptr carries; /* `arrays` arrays of `count` floats, one after another */
+  int64_t count;       /* floats per array: batch x dim x segments x dstate */
+  int64_t per_row;     /* floats per batch row of one array: dim x segments x dstate */
+} sf_segment_passes;
+
+/* Loads both passes' kernels of variant v and allocates `arrays` carry arrays for `plan`
+ * over batch x dim channels (nothing when plan has no segments). */
+sf_status sf_segment_passes_open(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const sf_segments *plan,
+                                 int64_t batch, int64_t dim, int arrays, CUstream stream, sf_segment_passes *out);
+/* Carry array `array` from batch row b0 on (the chunk a launch covers). */
+float *sf_segment_carries(const sf_segment_passes *sp, int array, int64_t b0);
+/* Runs the carry pass (grid x by `rows` by `carry_segments`, `block` threads) and the
+ * combine (32 threads per (row, channel, state), 8 of those a block) of one chunk of
+ * `rows` batch rows; `params` is the kernel's argument block with the carries set. */
+sf_status sf_segment_passes_run(const sf_cu *cu, const sf_segment_passes *sp, unsigned grid_x, int64_t rows,
+                                int64_t carry_segments, unsigned block, int64_t dim, int64_t dstate, void **params,
+                                CUstream stream);
+/* Frees the workspace (stream-ordered); returns `st`, or the free's failure when st is SF_OK. */
+sf_status sf_segment_passes_close(const sf_cu *cu, sf_segment_passes *sp, CUstream stream, sf_status st);
 /* The same choice for a GPU that holds `capacity` of the kernel's blocks at once. */
 sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen, double capacity, double max_fill);
 
