@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "runtime/cpu/cpu_jobs.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "base/error.h"
 #include "runtime/args/scan_args.h"
@@ -64,16 +65,7 @@ sf_status sf_cpu_scan_fwd(const sf_scan_fwd_args *args, int num_threads) {
     jobs[i] = (scan_job){&a, k, blocking, begin, begin + count, scratch + (size_t)i * per_thread};
     begin += count;
   }
-  for (int i = 1; i < threads; i++)
-    started[i] = pthread_create(&tids[i], NULL, worker, &jobs[i]) == 0;
-  run_job(&jobs[0]);
-  /* A thread that could not be started has its share run here instead. */
-  for (int i = 1; i < threads; i++) {
-    if (started[i])
-      pthread_join(tids[i], NULL);
-    else
-      run_job(&jobs[i]);
-  }
+  sf_cpu_run_jobs(jobs, sizeof *jobs, threads, worker, tids, started);
   free(scratch), free(jobs), free(tids), free(started);
   return SF_OK;
 }

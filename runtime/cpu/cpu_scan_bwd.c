@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/cpu/cpu_jobs.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "base/error.h"
 #include "runtime/args/scan_args.h"
@@ -169,16 +170,7 @@ sf_status sf_cpu_scan_bwd(const sf_scan_bwd_args *args, int num_threads) {
                               "threads", threads);
   }
 
-  for (int i = 1; i < threads; i++)
-    started[i] = pthread_create(&tids[i], NULL, worker, &jobs[i]) == 0;
-  run_job(&jobs[0]);
-  /* A thread that could not be started has its share run here instead. */
-  for (int i = 1; i < threads; i++) {
-    if (started[i])
-      pthread_join(tids[i], NULL);
-    else
-      run_job(&jobs[i]);
-  }
+  sf_cpu_run_jobs(jobs, sizeof *jobs, threads, worker, tids, started);
 
   const int64_t N = f->dstate, slots = f->batch * f->groups, NL = N * f->seqlen;
   if (a.dA) reduce_channels(jobs, threads, P_DA, f->dim, N, a.dA);
