@@ -6,40 +6,44 @@
  * adjoint). Applied in order (c = 0, 1, ... or, `reverse`, the last first) from x0, each V[c]
  * that a map is made of is replaced in place by the x that reaches it; a segment past the
  * last map (`maps` < nseg) gets the x after all of them. Entries of one (row, state) lie N
- * apart from `first`. A block of 256 threads serves 8 (row, state) pairs with 32 threads
- * each, every thread a run of consecutive maps: the runs are composed in parallel, chained
- * in shared memory, then walked again from their true start. Work is linear in the
- * segments and the chain 32 long, so the count of segments costs little either way. */
+ * apart from `first`. The block's shape comes from nseg (SF_COMBINE_RUNS, kernel_params.h):
+ * each pair's threads take a run of consecutive maps each; with more than one run, the runs
+ * are composed in parallel, chained in shared memory, then walked again from their true
+ * start. Work is linear in the segments, and few segments cost one walk per pair. */
 __device__ __forceinline__ void combine_carries(const float *__restrict__ P, float *__restrict__ V, long long first,
                                                 int maps, int nseg, bool reverse, float x0, bool active) {
-  __shared__ float run_P[32][8], run_V[32][8];
-  const int pair = threadIdx.x % 8, run = threadIdx.x / 8;
-  const int per_run = (maps + 31) / 32;
+  __shared__ float run_P[SF_COMBINE_THREADS], run_V[SF_COMBINE_THREADS]; /* indexed run * pairs + pair */
+  const int runs = SF_COMBINE_RUNS(nseg), pairs = SF_COMBINE_PAIRS(nseg);
+  const int pair = threadIdx.x % pairs, run = threadIdx.x / pairs;
+  const int per_run = (maps + runs - 1) / runs;
   const int k_begin = min(run * per_run, maps), k_end = min(k_begin + per_run, maps);
   auto at = [&](int k) { return first + (long long)(reverse ? nseg - 1 - k : k) * $(N); };
-  float p_run = 1.f, v_run = 0.f; /* this run's maps composed: x -> p_run x + v_run */
-  if (active) {
+  float x = x0; /* what reaches this run's first map */
+  if (runs > 1) { /* the same for every thread of the block */
+    float p_run = 1.f, v_run = 0.f; /* this run's maps composed: x -> p_run x + v_run */
+    if (active) {
 #pragma unroll 4
-    for (int k = k_begin; k < k_end; k++) {
-      const float p = P[at(k)];
-      v_run = p * v_run + V[at(k)];
-      p_run *= p;
+      for (int k = k_begin; k < k_end; k++) {
+        const float p = P[at(k)];
+        v_run = p * v_run + V[at(k)];
+        p_run *= p;
+      }
     }
-  }
-  run_P[run][pair] = p_run;
-  run_V[run][pair] = v_run;
-  __syncthreads();
-  if (run == 0) { /* the runs chained: what reaches each */
-    float x = x0;
-    for (int r = 0; r < 32; r++) {
-      const float p = run_P[r][pair], v = run_V[r][pair];
-      run_V[r][pair] = x;
-      x = p * x + v;
+    run_P[threadIdx.x] = p_run;
+    run_V[threadIdx.x] = v_run;
+    __syncthreads();
+    if (run == 0) { /* the runs chained: what reaches each */
+      float chained = x0;
+      for (int r = 0; r < runs; r++) {
+        const float p = run_P[r * pairs + pair], v = run_V[r * pairs + pair];
+        run_V[r * pairs + pair] = chained;
+        chained = p * chained + v;
+      }
     }
+    __syncthreads();
+    x = run_V[threadIdx.x];
   }
-  __syncthreads();
   if (!active) return;
-  float x = run_V[run][pair];
 #pragma unroll 4
   for (int k = k_begin; k < k_end; k++) {
     const float p = P[at(k)], v = V[at(k)];

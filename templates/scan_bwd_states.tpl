@@ -620,9 +620,10 @@ extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_carry(const 
 
 /* Between the carry pass and the main pass: each segment's R becomes the adjoint past its
  * end, from d_last_state through the later segments (e = P e + R, the last first). */
-extern "C" __global__ void __launch_bounds__(256) sf_scan_bwd_combine(const sf_bwd_params p) {
+extern "C" __global__ void __launch_bounds__(SF_COMBINE_THREADS) sf_scan_bwd_combine(const sf_bwd_params p) {
   const sf_fwd_params &f = p.f;
-  const long long dn = blockIdx.x * 8ll + threadIdx.x % 8; /* (channel, state) of batch row blockIdx.y */
+  const int pairs = SF_COMBINE_PAIRS(f.nsegments); /* the block's shape, as launched */
+  const long long dn = (long long)blockIdx.x * pairs + threadIdx.x % pairs; /* (channel, state) of row blockIdx.y */
   const bool active = dn < (long long)f.dim * $(N);
   const long long state = (long long)blockIdx.y * f.dim * $(N) + (active ? dn : 0);
   const long long first = (state / $(N) * f.nsegments) * $(N) + state % $(N); /* segment 0's entry */

@@ -337,8 +337,9 @@ extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_carry(const 
 
 /* Between the carry pass and the scan: each segment's F becomes the state before it, from
  * h0 through the earlier segments (h = P h + F; the last segment's carry is never measured). */
-extern "C" __global__ void __launch_bounds__(256) sf_scan_fwd_combine(const sf_fwd_params p) {
-  const long long dn = blockIdx.x * 8ll + threadIdx.x % 8; /* (channel, state) of batch row blockIdx.y */
+extern "C" __global__ void __launch_bounds__(SF_COMBINE_THREADS) sf_scan_fwd_combine(const sf_fwd_params p) {
+  const int pairs = SF_COMBINE_PAIRS(p.nsegments); /* the block's shape, as launched */
+  const long long dn = (long long)blockIdx.x * pairs + threadIdx.x % pairs; /* (channel, state) of row blockIdx.y */
   const bool active = dn < (long long)p.dim * $(N);
   const long long state = (long long)blockIdx.y * p.dim * $(N) + (active ? dn : 0);
   const long long first = (state / $(N) * p.nsegments) * $(N) + state % $(N); /* segment 0's entry */

@@ -71,4 +71,14 @@ typedef struct sf_bwd_params {
   float *carry_adjoint;
 } sf_bwd_params;
 
+/* The combine kernels' shape (templates/carry_combine.tpl), the same on host and device:
+ * blocks of 256 threads; each (row, state) pair takes SF_COMBINE_RUNS threads, each a run
+ * of about 8 or more consecutive segments, so few segments (8 on most large rows) take one
+ * thread per pair and a block serves 256 pairs, and many take up to 32 runs in parallel. */
+#define SF_COMBINE_THREADS 256
+#define SF_COMBINE_RUNS(nsegments)                                                                  \
+  ((nsegments) > 128 ? 32 : (nsegments) > 64 ? 16 : (nsegments) > 32 ? 8 : (nsegments) > 16 ? 4 \
+   : (nsegments) > 8 ? 2 : 1)
+#define SF_COMBINE_PAIRS(nsegments) (SF_COMBINE_THREADS / SF_COMBINE_RUNS(nsegments))
+
 #endif

@@ -7,6 +7,7 @@
 
 #include "base/env.h"
 #include "generator/generator.h"
+#include "runtime/launch/kernel_params.h"
 #include "runtime/launch/kernels.h"
 #include "runtime/args/scan_args.h"
 
@@ -38,7 +39,7 @@ sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen,
 
 sf_status sf_segment_passes_open(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const sf_segments *plan,
                                  int64_t batch, int64_t dim, int arrays, CUstream stream, sf_segment_passes *out) {
-  *out = (sf_segment_passes){.per_row = dim * plan->count * v->dstate};
+  *out = (sf_segment_passes){.per_row = dim * plan->count * v->dstate, .segments = plan->count};
   out->count = batch * out->per_row;
   if (plan->count == 0) return SF_OK;
   char carry[64], combine[64];
@@ -59,13 +60,13 @@ float *sf_segment_carries(const sf_segment_passes *sp, int array, int64_t b0) {
 sf_status sf_segment_passes_run(const sf_cu *cu, const sf_segment_passes *sp, unsigned grid_x, int64_t rows,
                                 int64_t carry_segments, unsigned block, int64_t dim, int64_t dstate, void **params,
                                 CUstream stream) {
-  enum { THREADS = 256, PAIRS = 8 }; /* the combine kernels' block: 8 (channel, state) pairs */
   sf_status st = sf_cu_check(cu->LaunchKernel(sp->carry->function, grid_x, (unsigned)rows, (unsigned)carry_segments,
                                               block, 1, 1, 0, stream, params, NULL),
                              "cuLaunchKernel(segment carries)");
   if (st != SF_OK) return st;
-  const int64_t blocks = (dim * dstate + PAIRS - 1) / PAIRS;
-  return sf_cu_check(cu->LaunchKernel(sp->combine->function, (unsigned)blocks, (unsigned)rows, 1, THREADS, 1, 1, 0,
+  const int64_t pairs = SF_COMBINE_PAIRS(sp->segments); /* the combine's shape, as its kernel computes it */
+  const int64_t blocks = (dim * dstate + pairs - 1) / pairs;
+  return sf_cu_check(cu->LaunchKernel(sp->combine->function, (unsigned)blocks, (unsigned)rows, 1, SF_COMBINE_THREADS, 1, 1, 0,
                                       stream, params, NULL),
                      "cuLaunchKernel(segment carries' combine)");
 }

@@ -35,6 +35,7 @@ typedef struct sf_segment_passes {
   CUdeviceptr carries; /* `arrays` arrays of `count` floats, one after another */
   int64_t count;       /* floats per array: batch x dim x segments x dstate */
   int64_t per_row;     /* floats per batch row of one array: dim x segments x dstate */
+  int64_t segments;    /* the plan's count of segments */
 } sf_segment_passes;
 
 /* Loads both passes' kernels of variant v and allocates `arrays` carry arrays for `plan`
@@ -44,7 +45,7 @@ sf_status sf_segment_passes_open(sf_context *ctx, const sf_cu *cu, const sf_vari
 /* Carry array `array` from batch row b0 on (the chunk a launch covers). */
 float *sf_segment_carries(const sf_segment_passes *sp, int array, int64_t b0);
 /* Runs the carry pass (grid x by `rows` by `carry_segments`, `block` threads) and the
- * combine (32 threads per (row, channel, state), 8 of those a block) of one chunk of
+ * combine (SF_COMBINE_RUNS threads per (row, channel, state), kernel_params.h) of one chunk of
  * `rows` batch rows; `params` is the kernel's argument block with the carries set. */
 sf_status sf_segment_passes_run(const sf_cu *cu, const sf_segment_passes *sp, unsigned grid_x, int64_t rows,
                                 int64_t carry_segments, unsigned block, int64_t dim, int64_t dstate, void **params,
