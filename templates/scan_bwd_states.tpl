@@ -52,7 +52,7 @@
 @ local stage_bytes = (var_rows + CH * (variant.z and 4 or 3)) * TBP * size
 @ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
 @ -- shared arrays written by every lane at once: strides that spread the writes over banks
-@ local part_row, part_slot = common.spread_strides(LN, 1, LN, TB)
+@ local part_row, part_slot = common.vector_row_strides(LN, LN, TB, Q) -- written 16 bytes at a time
 @ local red_row, red_slot = common.spread_strides(LN, 1, N, TB, 4) -- 16-byte rows for the sums
 @ local smem_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + parts * CH * part_slot * 4
 @   + (variant.B_var and CH * red_slot * 4 or 0) + (variant.C_var and CH * red_slot * 4 or 0)
@@ -153,7 +153,7 @@ template <bool CARRY, bool CARRY_STATE> __device__ __forceinline__ void scan_bwd
   /* the channel's per-step values, each computed once by the lane that owns the step */
   __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
   /* each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y) */
-  __shared__ float part[$(parts)][$(CH * part_slot)];
+  __shared__ __align__(16) float part[$(parts)][$(CH * part_slot)];
 @ if variant.B_var then
   __shared__ __align__(16) float red_B[$(CH * red_slot)]; /* each channel's dB terms, summed over the block */
 @ end
@@ -404,6 +404,9 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
     for (int k = blocks - 1; k >= 0; k--) {
       const int t0 = i0 + k * $(TB);
       const int which = (blocks - 1 - k) & 1;
+      float h_start[$(S)]; /* the block's checkpoint (local memory), read before the wait below hides its latency */
+#pragma unroll
+      for (int s = 0; s < $(S); s++) h_start[s] = checkpoint[k][s];
       if (k > 0) fetch(t0 - $(TB), which ^ 1, true);
       copies_commit();
       copies_wait_previous();
@@ -424,7 +427,7 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
       for (int sg = 0; sg < $(S); sg += $(SG)) {
         float a[$(SG)][$(TB)], hs[$(SG)][$(TB + 1)];
 #pragma unroll
-        for (int r = 0; r < $(SG); r++) hs[r][0] = checkpoint[k][sg + r];
+        for (int r = 0; r < $(SG); r++) hs[r][0] = h_start[sg + r];
 #pragma unroll
         for (int i4 = 0; i4 < $(TB); i4 += 4) {
           const four dt = load4(&steps[0][slot][i4]), dtu = load4(&steps[1][slot][i4]);

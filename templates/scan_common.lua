@@ -60,6 +60,49 @@ function M.spread_strides(lanes, lane_rows, rows_per_slot, row, align)
   return best.inner, best.slot_words
 end
 
+-- Strides for per-lane rows of `row` floats that each thread writes 16 bytes at a time
+-- (lane t % lanes, slot t // lanes; row = lane's, rows_per_slot rows a slot) and reads back
+-- one float each (a slot's lanes `step` floats apart in one row): both padded to whole
+-- 16-byte runs, chosen to spread both patterns over the banks. A 16-byte access serves 8
+-- threads a pass, each over 4 banks; a pass's cost is its most-used bank.
+function M.vector_row_strides(lanes, rows_per_slot, row, step)
+  local function write_cost(inner, slot_words)
+    local cost = 0
+    for phase = 0, 3 do
+      local per_bank, worst = {}, 0
+      for t = phase * 8, phase * 8 + 7 do
+        local first = (t % lanes) * inner + (t // lanes) * slot_words
+        for w = 0, 3 do
+          local bank = (first + w) % 32
+          per_bank[bank] = (per_bank[bank] or 0) + 1
+          if per_bank[bank] > worst then worst = per_bank[bank] end
+        end
+      end
+      cost = cost + worst
+    end
+    return cost
+  end
+  local function read_cost(slot_words)
+    local per_bank, worst = {}, 0
+    for t = 0, 31 do
+      local bank = ((t % lanes) * step + (t // lanes) * slot_words) % 32
+      per_bank[bank] = (per_bank[bank] or 0) + 1
+      if per_bank[bank] > worst then worst = per_bank[bank] end
+    end
+    return worst
+  end
+  local best
+  for row_pad = 0, 12, 4 do
+    local inner = (row + 3) // 4 * 4 + row_pad
+    for slot_pad = 0, 28, 4 do
+      local slot_words = rows_per_slot * inner + slot_pad
+      local cost = write_cost(inner, slot_words) + 4 * read_cost(slot_words)
+      if not best or cost < best.cost then best = { cost = cost, inner = inner, slot_words = slot_words } end
+    end
+  end
+  return best.inner, best.slot_words
+end
+
 -- C statements that widen `rows` staged 16-bit rows of `items` steps (`from`, an array of
 -- rows) into fp32 rows (`to`), four steps per thread and pass, by the `block` threads of
 -- a block: the passes are unrolled, so no division or loop test is left but the last
