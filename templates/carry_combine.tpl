@@ -6,20 +6,19 @@
  * adjoint). Applied in order (c = 0, 1, ... or, `reverse`, the last first) from x0, each V[c]
  * that a map is made of is replaced in place by the x that reaches it; a segment past the
  * last map (`maps` < nseg) gets the x after all of them. Entries of one (row, state) lie N
- * apart from `first`. The block's shape comes from nseg (SF_COMBINE_RUNS, kernel_params.h):
- * each pair's threads take a run of consecutive maps each; with more than one run, the runs
- * are composed in parallel, chained in shared memory, then walked again from their true
- * start. Work is linear in the segments, and few segments cost one walk per pair. */
+ * apart from `first`. Each (row, state) pair has `runs` threads (sf_combine_runs,
+ * kernel_params.h), each a run of consecutive maps; with more than one, the runs are
+ * composed in parallel, chained in shared memory, then walked again from their true
+ * start. Work is linear in the segments. */
 __device__ __forceinline__ void combine_carries(const float *__restrict__ P, float *__restrict__ V, long long first,
-                                                int maps, int nseg, bool reverse, float x0, bool active) {
-  __shared__ float run_P[SF_COMBINE_THREADS], run_V[SF_COMBINE_THREADS]; /* indexed run * pairs + pair */
-  const int runs = SF_COMBINE_RUNS(nseg), pairs = SF_COMBINE_PAIRS(nseg);
-  const int pair = threadIdx.x % pairs, run = threadIdx.x / pairs;
+                                                int maps, int nseg, int runs, bool reverse, float x0, bool active) {
+  __shared__ float run_P[SF_COMBINE_THREADS], run_V[SF_COMBINE_THREADS]; /* [run * pairs + pair] */
+  const int pairs = SF_COMBINE_THREADS / runs, pair = threadIdx.x % pairs, run = threadIdx.x / pairs;
   const int per_run = (maps + runs - 1) / runs;
   const int k_begin = min(run * per_run, maps), k_end = min(k_begin + per_run, maps);
   auto at = [&](int k) { return first + (long long)(reverse ? nseg - 1 - k : k) * $(N); };
   float x = x0; /* what reaches this run's first map */
-  if (runs > 1) { /* the same for every thread of the block */
+  if (runs > 1) { /* the same for the whole block */
     float p_run = 1.f, v_run = 0.f; /* this run's maps composed: x -> p_run x + v_run */
     if (active) {
 #pragma unroll 4

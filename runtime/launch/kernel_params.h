@@ -1,7 +1,7 @@
 /* kernel_params.h: the argument block of the generated scan kernels, passed by value.
  * Shared verbatim by the C runtime and the generated CUDA (the template set embeds this
  * file and templates include it), so the two layouts cannot drift apart. Plain C only:
- * pointers, long long, int, float. */
+ * pointers, long long, int, float, and one shared helper (sf_combine_runs). */
 #ifndef SCANFORGE_KERNEL_PARAMS_H
 #define SCANFORGE_KERNEL_PARAMS_H
 
@@ -71,14 +71,23 @@ typedef struct sf_bwd_params {
   float *carry_adjoint;
 } sf_bwd_params;
 
-/* The combine kernels' shape (templates/carry_combine.tpl), the same on host and device:
- * blocks of 256 threads; each (row, state) pair takes SF_COMBINE_RUNS threads, each a run
- * of about 8 or more consecutive segments, so few segments (8 on most large rows) take one
- * thread per pair and a block serves 256 pairs, and many take up to 32 runs in parallel. */
+/* The combine kernels' shape (templates/carry_combine.tpl), computed alike on host and
+ * device: blocks of 256 threads, each (row, state) pair served by `runs` threads that each
+ * chain a run of consecutive segments. Many runs cost a pass more and a chain in shared
+ * memory; few leave the GPU idle when the pairs are few. So: runs double while there are
+ * segments to share and the launch's threads (states x runs) stay under SF_COMBINE_FILL,
+ * about half of what an H100 holds at once (measured: docs/design-segments.md). */
 #define SF_COMBINE_THREADS 256
-#define SF_COMBINE_RUNS(nsegments)                                                                  \
-  ((nsegments) > 128 ? 32 : (nsegments) > 64 ? 16 : (nsegments) > 32 ? 8 : (nsegments) > 16 ? 4 \
-   : (nsegments) > 8 ? 2 : 1)
-#define SF_COMBINE_PAIRS(nsegments) (SF_COMBINE_THREADS / SF_COMBINE_RUNS(nsegments))
+#define SF_COMBINE_FILL 131072LL
+#ifdef __CUDACC__
+#define SF_PARAMS_FN __device__ __forceinline__
+#else
+#define SF_PARAMS_FN static inline
+#endif
+SF_PARAMS_FN int sf_combine_runs(int nsegments, long long states) {
+  int runs = 1;
+  while (runs < 32 && runs < nsegments && states * runs < SF_COMBINE_FILL) runs *= 2;
+  return runs;
+}
 
 #endif
