@@ -625,13 +625,10 @@ extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_carry(const 
  * end, from d_last_state through the later segments (e = P e + R, the last first). */
 extern "C" __global__ void __launch_bounds__(SF_COMBINE_THREADS) sf_scan_bwd_combine(const sf_bwd_params p) {
   const sf_fwd_params &f = p.f;
-  const int runs = sf_combine_runs(f.nsegments, (long long)gridDim.y * f.dim * $(N)); /* as launched */
-  const long long dn = (long long)blockIdx.x * (SF_COMBINE_THREADS / runs) + threadIdx.x % (SF_COMBINE_THREADS / runs); /* (channel, state) of row blockIdx.y */
-  const bool active = dn < (long long)f.dim * $(N);
-  const long long state = (long long)blockIdx.y * f.dim * $(N) + (active ? dn : 0);
-  const long long first = (state / $(N) * f.nsegments) * $(N) + state % $(N); /* segment 0's entry */
-  combine_carries(f.carry_decay, p.carry_adjoint, first, f.nsegments, f.nsegments, runs, true,
-                  active && p.d_last_state ? p.d_last_state[state] : 0.f, active);
+  if (sf_combine_runs((long long)gridDim.y * f.dim * $(N)) == 1) /* the shape it was launched with */
+    combine_block<1>(f.carry_decay, p.carry_adjoint, p.d_last_state, f.dim, f.nsegments, f.nsegments, true);
+  else
+    combine_block<32>(f.carry_decay, p.carry_adjoint, p.d_last_state, f.dim, f.nsegments, f.nsegments, true);
 }
 @ if det then
 

@@ -338,11 +338,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_carry(const 
 /* Between the carry pass and the scan: each segment's F becomes the state before it, from
  * h0 through the earlier segments (h = P h + F; the last segment's carry is never measured). */
 extern "C" __global__ void __launch_bounds__(SF_COMBINE_THREADS) sf_scan_fwd_combine(const sf_fwd_params p) {
-  const int runs = sf_combine_runs(p.nsegments, (long long)gridDim.y * p.dim * $(N)); /* as launched */
-  const long long dn = (long long)blockIdx.x * (SF_COMBINE_THREADS / runs) + threadIdx.x % (SF_COMBINE_THREADS / runs); /* (channel, state) of row blockIdx.y */
-  const bool active = dn < (long long)p.dim * $(N);
-  const long long state = (long long)blockIdx.y * p.dim * $(N) + (active ? dn : 0);
-  const long long first = (state / $(N) * p.nsegments) * $(N) + state % $(N); /* segment 0's entry */
-  combine_carries(p.carry_decay, p.carry_state, first, p.nsegments - 1, p.nsegments, runs, false,
-                  active && p.h0 ? p.h0[state] : 0.f, active);
+  if (sf_combine_runs((long long)gridDim.y * p.dim * $(N)) == 1) /* the shape it was launched with */
+    combine_block<1>(p.carry_decay, p.carry_state, p.h0, p.dim, p.nsegments - 1, p.nsegments, false);
+  else
+    combine_block<32>(p.carry_decay, p.carry_state, p.h0, p.dim, p.nsegments - 1, p.nsegments, false);
 }

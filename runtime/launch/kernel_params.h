@@ -72,11 +72,10 @@ typedef struct sf_bwd_params {
 } sf_bwd_params;
 
 /* The combine kernels' shape (templates/carry_combine.tpl), computed alike on host and
- * device: blocks of 256 threads, each (row, state) pair served by `runs` threads that each
- * chain a run of consecutive segments. Many runs cost a pass more and a chain in shared
- * memory; few leave the GPU idle when the pairs are few. So: runs double while there are
- * segments to share and the launch's threads (states x runs) stay under SF_COMBINE_FILL,
- * about half of what an H100 holds at once (measured: docs/design-segments.md). */
+ * device: blocks of 256 threads, each (row, state) pair served by `runs` threads, 1 or 32.
+ * Measured on an H100 (docs/design-segments.md): one thread walking all of a pair's
+ * segments is fastest once the launch's pairs fill the GPU (about half the threads an
+ * H100 holds at once); with fewer, 32 threads a pair that split the segments between them. */
 #define SF_COMBINE_THREADS 256
 #define SF_COMBINE_FILL 131072LL
 #ifdef __CUDACC__
@@ -84,10 +83,6 @@ typedef struct sf_bwd_params {
 #else
 #define SF_PARAMS_FN static inline
 #endif
-SF_PARAMS_FN int sf_combine_runs(int nsegments, long long states) {
-  int runs = 1;
-  while (runs < 32 && runs < nsegments && states * runs < SF_COMBINE_FILL) runs *= 2;
-  return runs;
-}
+SF_PARAMS_FN int sf_combine_runs(long long states) { return states >= SF_COMBINE_FILL ? 1 : 32; }
 
 #endif

@@ -218,6 +218,27 @@ Test(bwd_gpu, split_state_segment_lengths, .init = gpu_setup, .fini = gpu_teardo
       }
 }
 
+/* The combine with one thread per (row, state) (sf_combine_runs: the launch's pairs fill
+ * the GPU): 2 x 512 channels of 128 states, segmented on an H100 and an H200 with this
+ * launch (bench's (2,512,2048,128) row); d_last_state starts the adjoint's walk. */
+Test(bwd_gpu, split_state_combine_one_thread_per_state, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  uint64_t seed = 9800;
+  for (int bf16 = 0; bf16 <= 1; bf16++) {
+    sf_check_shape shape = {.batch = 2, .dim = 512, .seqlen = 2048, .dstate = 128, .groups = 1,
+                            .dtype = bf16 ? SF_BF16 : SF_FP32, .z = true, .D = true, .delta_bias = true,
+                            .softplus = true, .h0 = true, .d_last_state = true};
+    sf_launch launch = {.spec = "split=state,threads=16,items=4,channels=4"};
+    sf_check_bwd_result r;
+    sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
+    cr_expect_eq(st, SF_OK, "%s: %s", bf16 ? "bf16" : "fp32", sf_last_error());
+    if (st != SF_OK) continue;
+    char errors[512] = "";
+    describe(errors, sizeof errors, &r);
+    cr_expect(r.passed, "%s: %s(bar %.0e)", bf16 ? "bf16" : "fp32", errors, r.bar);
+  }
+}
+
 /* Deterministic mode: correct, and bitwise identical over five runs of a large shape. */
 Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
   gpu_skip_without_device();

@@ -160,6 +160,26 @@ Test(fwd_gpu, split_state_intervals_parallel_and_not, .init = gpu_setup, .fini =
   }
 }
 
+/* The combine with one thread per (row, state) (sf_combine_runs: the launch's pairs fill
+ * the GPU): 2 x 512 channels of 128 states, segmented on an H100 and an H200 with this
+ * launch (bench's (2,512,2048,128) row, 8 segments). */
+Test(fwd_gpu, split_state_combine_one_thread_per_state, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  uint64_t seed = 9700;
+  for (int bf16 = 0; bf16 <= 1; bf16++) {
+    sf_check_shape shape = {.batch = 2, .dim = 512, .seqlen = 2048, .dstate = 128, .groups = 1,
+                            .dtype = bf16 ? SF_BF16 : SF_FP32, .z = true, .D = true, .delta_bias = true,
+                            .softplus = true, .h0 = true};
+    sf_launch launch = {.spec = "split=state,threads=16,items=8,channels=4"};
+    sf_check_result r;
+    sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
+    cr_expect_eq(st, SF_OK, "%s: %s", bf16 ? "bf16" : "fp32", sf_last_error());
+    if (st == SF_OK)
+      cr_expect(r.passed, "%s: out %.3g, last_state %.3g, saved %.3g", bf16 ? "bf16" : "fp32", r.out_error,
+                r.last_state_error, r.saved_error);
+  }
+}
+
 /* Segments from one block of steps to a whole state interval ($SCANFORGE_MIN_SEGMENT
  * bounds the runtime's choice from below; few channels make it go there): segments inside
  * an interval, a ragged last one, the saved states still written at every interval. */
