@@ -26,12 +26,16 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
   v->split_states = false;
   if (N % 4 == 0 && N <= 16) {
     const bool tiny = rows < 4096 && seqlen <= 128 && N % 8 == 0;
-    const int lanes = tiny ? 8 : 4;
-    const int channels = power_of_two_dividing(per_group, tiny ? 8 : 16);
+    /* Tuned on both an H100 and an H200 (docs/bench/tune_report_h100_v9.txt,
+     * tune_report_h200_v7.txt): at N = 16, tiny calls take 16 lanes of one state and
+     * blocks of 32 steps ((4,16,64,16): 5.7-5.9 us against 6.8-6.9), and large ones 32
+     * channels a block ((8,1536,2048,16,z): 278 us against 294-295). */
+    const int lanes = tiny ? (N == 16 ? 16 : 8) : 4;
+    const int channels = power_of_two_dividing(per_group, tiny ? 8 : N == 16 ? 32 : 16);
     if ((tiny || rows >= 4096) && lanes * channels >= 32) {
       v->split_states = true;
       v->threads = lanes;
-      v->items = 16;
+      v->items = tiny && N == 16 ? 32 : 16;
       v->channels = channels;
       return;
     }
@@ -49,7 +53,9 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
     }
     if (seqlen > 512 && rows >= 1024 && per_group % 16 == 0) {
       v->split_states = true;
-      v->threads = 4, v->items = 16, v->channels = 16;
+      /* 32 channels at N = 16 where they divide a group (both GPUs' tuning:
+       * (1,1536,16384,16) 427-454 us against 456-472 with 16) */
+      v->threads = 4, v->items = 16, v->channels = N == 16 ? power_of_two_dividing(per_group, 32) : 16;
       return;
     }
   }
@@ -58,6 +64,14 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
    * of 32 steps at N = 32, 16 at 64, 8 at 128 (shared memory), 4 to 8 channels a block.
    * H200, bf16: (4,1024,2048,32) 179 us, (4,1024,2048,64) 316 us, (2,512,2048,128) 416 us. */
   if ((N == 32 || N == 64 || N == 128) && rows >= 1024 && seqlen >= 128) {
+    /* At N = 128, both GPUs' tuning prefers fewer lanes and more channels: 8 lanes of 16
+     * states and 16 channels ((2,512,2048,128) fp32 on the H100: 249 us against 335 with
+     * 16 lanes and 4 channels; the H200 chose 4 lanes and 32 channels, 1.47x). */
+    if (N == 128 && per_group % 16 == 0) {
+      v->split_states = true;
+      v->threads = 8, v->items = 8, v->channels = 16;
+      return;
+    }
     const int channels = power_of_two_dividing(per_group, N == 128 ? 4 : 8);
     const int lanes = N == 32 ? 8 : 16;
     if (lanes * channels >= 32) {
@@ -68,7 +82,20 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       return;
     }
   }
-  if (seqlen <= 64) {
+  /* 256 states with enough channels: lanes split the states too, 16 lanes of 16 states,
+   * blocks of 4 steps, 8 channels, 4 blocks an SM (tuned on the H100: (1,512,2048,256) fp32
+   * 385 us against 460 with lanes over time; the H200 chose 8 lanes, 308 against 465).
+   * fp32 only: 16-bit state splits take blocks of 8 steps or more, and none was tuned. */
+  if (N == 256 && v->dtype == SF_FP32 && rows >= 512 && seqlen >= 512 && per_group % 8 == 0) {
+    v->split_states = true;
+    v->threads = 16, v->items = 4, v->channels = 8, v->min_blocks = 4;
+    return;
+  }
+  if (seqlen <= 32 && N <= 4) {
+    /* tiny calls with a tiny state: every state at once, 4 steps a thread (both GPUs'
+     * tuning: (1,4,16,4) 5.0-5.2 us against 6.3-6.5) */
+    v->threads = 8, v->items = 4, v->channels = 4, v->states = N;
+  } else if (seqlen <= 64) {
     v->threads = 8, v->items = 8, v->channels = 16;
   } else if (seqlen <= 128) {
     v->threads = 16, v->items = 8, v->channels = 8;
@@ -106,12 +133,29 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     if ((lanes & (lanes - 1)) == 0 && per_group % channels == 0) { /* lanes: a power of two */
       v->split_states = true;
       v->threads = lanes;
-      v->items = 8;
+      /* 16-bit types at N = 8: blocks of 4 steps (both GPUs' tuning: (64,160,196,8) bf16
+       * 93-98 us against 109-111 with 8) */
+      v->items = v->dstate == 8 && v->dtype != SF_FP32 ? 4 : 8;
       v->channels = channels;
       v->states = 1; /* states interleaved per pass: fewer registers */
       v->min_blocks = v->dstate >= 16 ? 8 : 0;
       return;
     }
+  }
+  /* Short sequences at N = 8 with many channels (MambaVision's L = 49): lanes over the
+   * states as well, 4 lanes, blocks of 4 steps, 32 channels (both GPUs' tuning:
+   * (64,320,49,8) 60-72 us against 78-96 with lanes over time). */
+  if (v->dstate == 8 && batch * dim >= 4096 && seqlen < 128 && per_group % 16 == 0) {
+    v->split_states = true;
+    v->threads = 4, v->items = 4, v->channels = power_of_two_dividing(per_group, 32), v->states = 1;
+    return;
+  }
+  /* Tiny calls at N = 16: 16 lanes of one state, blocks of 16 steps, 4 channels (both
+   * GPUs' tuning: (4,16,64,16) 16.1-16.9 us against 27.9-28.7 with lanes over time). */
+  if (v->dstate == 16 && batch * dim < 4096 && seqlen <= 128 && per_group % 4 == 0) {
+    v->split_states = true;
+    v->threads = 16, v->items = 16, v->channels = 4, v->states = 1;
+    return;
   }
   /* Few channels over more than one state interval (docs/perf.md, backward v5, v7):
    * lanes split the states and segments run in parallel; 8 lanes and 8 channels a block
@@ -124,16 +168,24 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     v->items = 8;
     v->channels = v->dstate < 8 ? 32 / v->dstate : 8;
     v->states = 1;
+    /* At N = 16 with a thousand channels or more, or 16k steps or more: 4 lanes of 4
+     * states and 16 channels (both GPUs' tuning: (1,1536,16384,16,z) 1294-1463 us against
+     * 1465-1620, (1,64,65536,16) 260-296 us against 294-393; with fewer channels over
+     * 1024 steps the 8 lanes stay: (1,256,1024,16), (1,768,1024,16) tuned to them) */
+    if (v->dstate == 16 && (batch * dim >= 1024 || seqlen >= 16384) && per_group % 16 == 0)
+      v->threads = 4, v->channels = 16;
     return;
   }
   /* Larger states over long sequences (docs/perf.md, backward v6): lanes split the
-   * states, 4 (N = 32) or 16 of them a channel, 4 or 8 states each; blocks of 8 steps and
-   * 2 channels up to N = 64, 4 steps and 4 channels at 128 (shared memory). H200, bf16:
-   * (4,1024,2048,64) 2514 us, (2,512,2048,128) 1695 us. 256 states: lanes over time,
-   * 128 threads of 4 steps, 4 states a pass, 2 channels (1,512,2048,256 fp32: 1577 us). */
+   * states, 8 (N = 32) or 16 of them a channel, 4 or 8 states each; 4 channels a block,
+   * blocks of 8 steps, 4 at N = 128 (shared memory). H200, bf16: (2,512,2048,128) 1695 us.
+   * At N = 64 both GPUs' tuning chose 4 channels over v6's 2 ((2,1024,4096,64) 1511-1633 us
+   * against 2101-2222) and the state split from 256 steps on with a thousand channels
+   * ((16,64,256,64) 86-88 us against 126 with lanes over time). 256 states: lanes over
+   * time, 128 threads of 4 steps, 4 states a pass, 2 channels (1,512,2048,256 fp32: 1577 us). */
   const int N = v->dstate;
-  if ((N == 32 || N == 64 || N == 128) && seqlen >= 1024) {
-    const int lanes = N == 32 ? 8 : 16, channels = N == 128 ? 4 : 32 / lanes;
+  if ((N == 32 || N == 64 || N == 128) && (seqlen >= 1024 || (N == 64 && seqlen >= 256 && batch * dim >= 1024))) {
+    const int lanes = N == 32 ? 8 : 16, channels = 4;
     if (per_group % channels == 0) {
       v->split_states = true;
       v->threads = lanes;
@@ -148,7 +200,9 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     return;
   }
   const int interval = (int)sf_scan_state_interval(seqlen);
-  int items = 8;
+  /* the shortest interval with a tiny state: 16 threads of 4 steps (both GPUs' tuning:
+   * (1,4,16,4) 11.5-11.7 us against 13.3-13.5 with 8 of 8) */
+  int items = interval == 64 && N <= 4 ? 4 : 8;
   int threads = interval / items;
   /* Large states fill shared memory with per-channel sums: one channel per block. */
   int channels = v->dstate > 64 ? 1 : threads >= 64 ? 4 : 128 / threads;
