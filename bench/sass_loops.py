@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""sass_loops.py: the loops of one kernel in a cuobjdump -sass listing, with their length
+and instruction mix, and per (t, n) when told how many a pass of the loop covers.
+
+A static profile: counts what one pass through each loop body issues (the instructions
+between a backward branch and its target), not what runs; branches inside a body count
+whole. Good for comparing two versions of a template before a GPU run (docs/perf.md
+says which loop is which for the split=state kernels).
+
+usage: sass_loops.py LISTING [--kernel NAME] [--per N]
+  LISTING   output of `cuobjdump -sass FILE.cubin`
+  --kernel  the function to read (default: the first in the listing)
+  --per N   (t, n) pairs one pass of the outermost timed loop covers; adds a column
+"""
+import argparse
+import collections
+import re
+import sys
+
+INSTRUCTION = re.compile(r"\s+/\*([0-9a-f]{4,8})\*/\s+(.*?)\s*;")
+FUNCTION = re.compile(r"\s*Function : (\S+)")
+
+
+def read_functions(path):
+    """{name: [(address, text)]} of every function in the listing, in order."""
+    functions, current = {}, None
+    with open(path) as listing:
+        for line in listing:
+            header = FUNCTION.match(line)
+            if header:
+                current = functions.setdefault(header.group(1), [])
+                continue
+            found = INSTRUCTION.match(line)
+            if found and current is not None:
+                current.append((int(found.group(1), 16), found.group(2)))
+    return functions
+
+
+def opcode(text):
+    words = text.split()
+    word = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+    return word.split(".")[0]
+
+
+def loops(instructions):
+    """(first, last) index pairs of the bodies closed by a branch to an earlier address."""
+    where = {address: i for i, (address, _) in enumerate(instructions)}
+    found = []
+    for i, (address, text) in enumerate(instructions):
+        if opcode(text) != "BRA":
+            continue
+        target = re.search(r"0x([0-9a-f]+)", text)
+        if target and int(target.group(1), 16) < address and int(target.group(1), 16) in where:
+            found.append((where[int(target.group(1), 16)], i))
+    return sorted(found)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("listing")
+    parser.add_argument("--kernel")
+    parser.add_argument("--per", type=float)
+    args = parser.parse_args()
+    functions = read_functions(args.listing)
+    if not functions:
+        sys.exit(f"sass_loops.py: no function found in {args.listing} (is it cuobjdump -sass output?)")
+    name = args.kernel or next(iter(functions))
+    if name not in functions:
+        sys.exit(f"sass_loops.py: no function {name} in {args.listing}; it has {', '.join(functions)}")
+    body = functions[name]
+    print(f"{name}: {len(body)} instructions")
+    for first, last in loops(body):
+        mix = collections.Counter(opcode(text) for _, text in body[first:last + 1])
+        length = last - first + 1
+        per = f"  {length / args.per:6.1f} per (t, n)" if args.per else ""
+        top = " ".join(f"{op}:{count}" for op, count in mix.most_common(14))
+        print(f"  loop {first:5d}..{last:5d}: {length:5d}{per}  {top}")
+
+
+if __name__ == "__main__":
+    main()
