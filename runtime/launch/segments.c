@@ -39,7 +39,7 @@ sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen,
 
 sf_status sf_segment_passes_open(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const sf_segments *plan,
                                  int64_t batch, int64_t dim, int arrays, CUstream stream, sf_segment_passes *out) {
-  *out = (sf_segment_passes){.per_row = dim * plan->count * v->dstate, .segments = plan->count};
+  *out = (sf_segment_passes){.per_row = dim * plan->count * v->dstate};
   out->count = batch * out->per_row;
   if (plan->count == 0) return SF_OK;
   char carry[64], combine[64];

@@ -35,7 +35,6 @@ typedef struct sf_segment_passes {
   CUdeviceptr carries; /* `arrays` arrays of `count` floats, one after another */
   int64_t count;       /* floats per array: batch x dim x segments x dstate */
   int64_t per_row;     /* floats per batch row of one array: dim x segments x dstate */
-  int64_t segments;    /* the plan's count of segments */
 } sf_segment_passes;
 
 /* Loads both passes' kernels of variant v and allocates `arrays` carry arrays for `plan`

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "runtime/launch/kernel_params.h"
 #include "runtime/launch/segments.h"
 
 /* split=state, 8 lanes of 2 states, blocks of 8 steps, 8 channels: the few-channel shape */
@@ -78,4 +79,18 @@ Test(segments, can_be_turned_off_for_experiments) {
   cr_expect_gt(on.count, 0, "32 blocks leave the GPU idle: segments expected");
   cr_expect_eq(off.count, 0, "SCANFORGE_SEGMENTS=off: one walk per channel group, got %lld segments",
                (long long)off.count);
+}
+
+/* The combine's shape (kernel_params.h), which the host's launch and the kernel compute
+ * alike: 32 threads a (row, state) below SF_COMBINE_FILL pairs, one from there on, and
+ * blocks of SF_COMBINE_THREADS that hold a whole number of pairs. */
+Test(segments, combine_shape_switches_at_the_fill) {
+  cr_expect_eq(sf_combine_runs(1), 32);
+  cr_expect_eq(sf_combine_runs(SF_COMBINE_FILL - 1), 32);
+  cr_expect_eq(sf_combine_runs(SF_COMBINE_FILL), 1);
+  cr_expect_eq(sf_combine_runs(2 * 512 * 128), 1, "(2,512,2048,128): one thread a pair (docs/design-segments.md)");
+  cr_expect_eq(sf_combine_runs(64 * 16), 32, "(1,64,65536,16): 32 threads a pair");
+  static const long long states[] = {1, 512, 4096, 131071, 131072, 1LL << 22};
+  for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
+    cr_expect_eq(SF_COMBINE_THREADS % sf_combine_runs(states[i]), 0, "%lld states: runs divide a block", states[i]);
 }
