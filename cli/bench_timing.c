@@ -31,6 +31,18 @@ sf_status bench_gpu_open(bench_gpu *g) {
   return SF_OK;
 }
 
+sf_status bench_gpu_keep_pool(bench_gpu *g) {
+  CUdevice device;
+  CUmemoryPool pool;
+  unsigned long long keep = ~0ull; /* never release to the OS at a synchronization */
+  sf_status st = sf_cu_check(g->cu->DeviceGet(&device, 0), "cuDeviceGet");
+  if (st == SF_OK) st = sf_cu_check(g->cu->DeviceGetDefaultMemPool(&pool, device), "cuDeviceGetDefaultMemPool");
+  if (st == SF_OK)
+    st = sf_cu_check(g->cu->MemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
+                     "cuMemPoolSetAttribute(release threshold)");
+  return st;
+}
+
 void bench_gpu_close(bench_gpu *g) {
   sf_timer_close(&g->timer);
   sf_context_destroy(g->ctx);

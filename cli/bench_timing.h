@@ -54,6 +54,9 @@ extern bool bench_launch_untuned;
 /* Opens the device, a context and the timer, and sets the exp2 rate; bench_gpu_close
  * releases what was opened (also after a failed open). */
 sf_status bench_gpu_open(bench_gpu *g);
+/* bench --keep-pool: device 0's default memory pool keeps its memory across
+ * synchronizations, so stream-ordered workspaces never wait for the driver to map memory. */
+sf_status bench_gpu_keep_pool(bench_gpu *g);
 void bench_gpu_close(bench_gpu *g);
 /* Measures the copy bandwidth into g (the floor's bytes rate); *bytes_used: the copy's size. */
 sf_status bench_measure_copy(bench_gpu *g, size_t *bytes_used);

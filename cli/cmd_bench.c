@@ -24,7 +24,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: scanforge bench [--rows FILE] [--dtype LIST] [--json FILE] [--reps N] [--warmup N]\n"
           "                       [--forward-only | --backward-only] [--deterministic]\n"
-          "                       [--spec SPEC] [--bwd-spec SPEC] [--tuned | --untuned]\n"
+          "                       [--spec SPEC] [--bwd-spec SPEC] [--tuned | --untuned] [--keep-pool]\n"
           "\n"
           "Times the forward and the backward selective scan on the GPU: random inputs rotated\n"
           "through enough copies that the working set exceeds 128 MiB (so the L2 cache does\n"
@@ -65,6 +65,11 @@ static void usage(FILE *out) {
           "  --tuned          launch configurations from the tuning database, else the\n"
           "                   heuristics (the default; docs/tuning.md)\n"
           "  --untuned        the heuristics alone, to compare with --tuned\n"
+          "  --keep-pool      let the device's default memory pool keep its memory across\n"
+          "                   synchronizations (release threshold: no limit), so that a\n"
+          "                   call's workspace (segment carries, deterministic partial sums)\n"
+          "                   never waits for the driver to map memory: an experiment, to\n"
+          "                   compare with the default\n"
           "  --reps N         timed launches per row and pass (default 50)\n"
           "  --warmup N       untimed launches per row and pass first (default 10)\n"
           "  -h, --help       this text\n"
@@ -110,12 +115,13 @@ typedef struct bench_options {
   long long reps, warmup;
   bool forward, backward; /* the passes to time (--forward-only, --backward-only) */
   bool deterministic;     /* the backward's deterministic mode too */
+  bool keep_pool;         /* --keep-pool: the default pool's release threshold at no limit */
 } bench_options;
 
 static int parse(int argc, char **argv, bench_options *o) {
   enum {
     OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP, OPT_SPEC, OPT_BWD_SPEC, OPT_TUNED, OPT_UNTUNED,
-    OPT_FORWARD_ONLY, OPT_BACKWARD_ONLY, OPT_DETERMINISTIC
+    OPT_FORWARD_ONLY, OPT_BACKWARD_ONLY, OPT_DETERMINISTIC, OPT_KEEP_POOL
   };
   static const struct option options[] = {
       {"rows", required_argument, NULL, OPT_ROWS}, {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -126,6 +132,7 @@ static int parse(int argc, char **argv, bench_options *o) {
       {"forward-only", no_argument, NULL, OPT_FORWARD_ONLY},
       {"backward-only", no_argument, NULL, OPT_BACKWARD_ONLY},
       {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
+      {"keep-pool", no_argument, NULL, OPT_KEEP_POOL},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -139,6 +146,7 @@ static int parse(int argc, char **argv, bench_options *o) {
       case OPT_FORWARD_ONLY: forward_only = true; break;
       case OPT_BACKWARD_ONLY: backward_only = true; break;
       case OPT_DETERMINISTIC: o->deterministic = true; break;
+      case OPT_KEEP_POOL: o->keep_pool = true; break;
       case OPT_DTYPE:
         if (!parse_dtypes(optarg, o->dtypes, &o->ndtypes))
           return usage_error("--dtype: expected a comma-separated list of distinct fp32, fp16, bf16, got '%s'", optarg);
@@ -203,6 +211,8 @@ static void print_device(const bench_gpu *g, const bench_options *o, size_t copy
                  : "no spin kernel (it did not load): small rows include host enqueue time");
   printf("configurations     %s%s\n", bench_launch_spec || bench_launch_bwd_spec ? "--spec/--bwd-spec where given, else " : "",
          bench_launch_untuned ? "heuristics (--untuned)" : "tuning database, else heuristics (--tuned)");
+  printf("memory pool        %s\n", o->keep_pool ? "the default pool keeps its memory across synchronizations (--keep-pool)"
+                                              : "the default pool as the driver leaves it (release threshold 0)");
   printf("passes             %s%s\n",
          o->forward && o->backward ? "forward; backward on a forward's saved states, dout random"
          : o->forward              ? "forward (--forward-only)"
@@ -226,6 +236,7 @@ static void print_device(const bench_gpu *g, const bench_options *o, size_t copy
   json_object_set_new(root, "spin_kernel", json_boolean(g->timer.spin != NULL));
   json_object_set_new(root, "tuned", json_boolean(!bench_launch_untuned && !bench_launch_spec));
   json_object_set_new(root, "untuned", json_boolean(bench_launch_untuned));
+  json_object_set_new(root, "keep_pool", json_boolean(o->keep_pool));
   if (bench_launch_spec) json_object_set_new(root, "spec", json_string(bench_launch_spec));
   if (bench_launch_bwd_spec) json_object_set_new(root, "bwd_spec", json_string(bench_launch_bwd_spec));
   json_t *passes = json_array();
@@ -294,6 +305,11 @@ static int run(const bench_options *o, const bench_row_list *rows) {
   size_t copy_bytes = 0;
   if (bench_gpu_open(&g) != SF_OK) {
     cli_fail("bench", "cannot set up the GPU");
+    bench_gpu_close(&g);
+    return 1;
+  }
+  if (o->keep_pool && bench_gpu_keep_pool(&g) != SF_OK) {
+    cli_fail("bench", "--keep-pool: cannot set the default memory pool's release threshold");
     bench_gpu_close(&g);
     return 1;
   }

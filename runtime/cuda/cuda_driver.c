@@ -64,6 +64,8 @@ static const entry_point entry_points[] = {
     SF_CU_ENTRY(MemsetD32Async, cuMemsetD32Async),
     SF_CU_ENTRY(MemAllocAsync, cuMemAllocAsync),
     SF_CU_ENTRY(MemFreeAsync, cuMemFreeAsync),
+    SF_CU_ENTRY(DeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool),
+    SF_CU_ENTRY(MemPoolSetAttribute, cuMemPoolSetAttribute),
     SF_CU_ENTRY(PointerGetAttribute, cuPointerGetAttribute),
     SF_CU_ENTRY(StreamCreate, cuStreamCreate),
     SF_CU_ENTRY(StreamDestroy, cuStreamDestroy),

@@ -55,6 +55,8 @@ typedef struct sf_cu {
   CUresult (*MemsetD32Async)(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream);
   CUresult (*MemAllocAsync)(CUdeviceptr *ptr, size_t bytes, CUstream stream);
   CUresult (*MemFreeAsync)(CUdeviceptr ptr, CUstream stream);
+  CUresult (*DeviceGetDefaultMemPool)(CUmemoryPool *pool, CUdevice device);
+  CUresult (*MemPoolSetAttribute)(CUmemoryPool pool, CUmemPool_attribute attribute, void *value);
   CUresult (*PointerGetAttribute)(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 
   CUresult (*StreamCreate)(CUstream *stream, unsigned int flags);

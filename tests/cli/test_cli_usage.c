@@ -300,3 +300,27 @@ Test(cli_usage, every_cache_warning_is_printed_not_only_the_first) {
   expect_env(env, "check --shape 1,4,16,4 --device cpu", 0, "skipping read-only layer /nonexistent/sf_layer_a");
   expect_env(env, "check --shape 1,4,16,4 --device cpu", 0, "skipping read-only layer /nonexistent/sf_layer_b");
 }
+
+Test(cli_usage, bench_keep_pool_sets_the_release_threshold, .timeout = 120) {
+  /* On the pretend driver (tests/fake_cuda/): --keep-pool says so in the header and sets
+   * the default pool's release threshold to no limit (the driver reports it at exit);
+   * without it the pool is left alone. */
+  char *dir = temp_dir_for_test("sf_cli_usage_");
+  char env[1200], rows[600], args[800];
+  snprintf(rows, sizeof rows, "%s/rows.txt", dir);
+  FILE *f = fopen(rows, "w");
+  cr_assert_not_null(f);
+  fputs("1,16,1024,16,fp32\n", f);
+  fclose(f);
+  snprintf(env, sizeof env, "FAKE_CUDA_REPORT=1 SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ",
+           SCANFORGE_FAKE_CUDA_PATH, dir);
+  for (int keep = 0; keep <= 1; keep++) {
+    snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0 --forward-only%s", rows, keep ? " --keep-pool" : "");
+    char *out;
+    cr_expect_eq(run_env(env, args, &out), 0, "%s", out);
+    cr_expect_eq(strstr(out, "keeps its memory across synchronizations (--keep-pool)") != NULL, keep, "%s", out);
+    cr_expect_eq(strstr(out, "default pool kept") != NULL, keep, "%s", out);
+    free(out);
+  }
+  free(dir);
+}

@@ -203,6 +203,20 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr ptr, CUstream stream) {
   (void)stream;
   return cuMemFree(ptr);
 }
+/* One default pool; its release threshold is the only attribute set (bench --keep-pool). */
+static unsigned long long pool_release_threshold;
+static int pool_handle;
+CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice device) {
+  if (!pool || device != 0) return CUDA_ERROR_INVALID_VALUE;
+  *pool = (CUmemoryPool)&pool_handle;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attribute, void *value) {
+  if (pool != (CUmemoryPool)&pool_handle || !value) return CUDA_ERROR_INVALID_VALUE;
+  if (attribute != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_NOT_SUPPORTED;
+  pool_release_threshold = *(const unsigned long long *)value;
+  return CUDA_SUCCESS;
+}
 /* Every pointer is device memory, none managed. */
 CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   (void)ptr;
@@ -253,5 +267,6 @@ CUresult CUDAAPI cuEventDestroy(CUevent event) {
 
 __attribute__((destructor)) static void report(void) {
   if (getenv("FAKE_CUDA_REPORT"))
-    fprintf(stderr, "fake cuda: %ld launches, %ld live allocations at exit\n", launches, live_allocations);
+    fprintf(stderr, "fake cuda: %ld launches, %ld live allocations at exit%s\n", launches, live_allocations,
+            pool_release_threshold == ~0ull ? ", default pool kept" : "");
 }
