@@ -29,8 +29,8 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
   sf_status st = sf_scan_fwd_variant(r, launch, &v);
   if (st != SF_OK) return st;
   if (v.split_states && (v.B_var || v.C_var) && (r->dim / r->groups) % v.channels != 0)
-    return sf_fail(SF_EINVAL, "variant %s: with split=state, channels (%d) must divide the channels of a group (%lld): a block shares one group's B and C",
-                   "split=state", v.channels, (long long)(r->dim / r->groups));
+    return sf_fail(SF_EINVAL, "forward variant with split=state: channels (%d) must divide the channels of a group (dim / groups = %lld): a block shares one group's B and C",
+                   v.channels, (long long)(r->dim / r->groups));
   const sf_kernel *kernel;
   st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
   if (st != SF_OK) return st;

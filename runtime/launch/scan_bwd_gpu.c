@@ -22,7 +22,7 @@ static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch,
     return sf_fail(SF_EINVAL, "backward variant: threads x items (%d x %d) must equal the state interval %lld of L = %lld",
                    v.threads, v.items, (long long)sf_scan_state_interval(f->seqlen), (long long)f->seqlen);
   if ((v.B_var || v.C_var) && (f->dim / f->groups) % v.channels != 0)
-    return sf_fail(SF_EINVAL, "backward variant: channels (%d) must divide the channels of a group (%lld)",
+    return sf_fail(SF_EINVAL, "backward variant: channels (%d) must divide the channels of a group (dim / groups = %lld): a block shares one group's B and C",
                    v.channels, (long long)(f->dim / f->groups));
   *out = v;
   return SF_OK;
