@@ -11,7 +11,6 @@
 #include "runtime/launch/kernel_params.h"
 #include "runtime/launch/launch_params.h"
 #include "runtime/launch/kernels.h"
-#include "runtime/cuda/module.h"
 #include "runtime/args/scan_args.h"
 #include "runtime/launch/segments.h"
 #include "runtime/launch/call_variant.h"
@@ -32,13 +31,9 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
     return sf_fail(SF_EINVAL, "forward variant with split=state: channels (%d) must divide the channels of a group (dim / groups = %lld): a block shares one group's B and C",
                    v.channels, (long long)(r->dim / r->groups));
   const sf_kernel *kernel;
-  st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
-  if (st != SF_OK) return st;
-  const unsigned block = (unsigned)sf_variant_block_threads(&v);
-  st = sf_kernel_check_launch(kernel, block, 0);
-  if (st != SF_OK) return st;
+  unsigned block;
   const sf_cu *cu;
-  st = sf_cu_load(&cu);
+  st = sf_kernel_ready(ctx, &v, &kernel, &block, &cu);
   if (st != SF_OK) return st;
 
   const unsigned grid_x = (unsigned)((r->dim + v.channels - 1) / v.channels);

@@ -9,7 +9,6 @@
 #include "runtime/launch/kernel_params.h"
 #include "runtime/launch/launch_params.h"
 #include "runtime/launch/kernels.h"
-#include "runtime/cuda/module.h"
 #include "runtime/launch/segments.h"
 
 
@@ -120,13 +119,9 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   sf_status st = variant_for(r, launch, &v);
   if (st != SF_OK) return st;
   const sf_kernel *kernel;
-  st = sf_kernel_for_variant(ctx, &v, &kernel, NULL);
-  if (st != SF_OK) return st;
-  const unsigned block = (unsigned)sf_variant_block_threads(&v);
-  st = sf_kernel_check_launch(kernel, block, 0);
-  if (st != SF_OK) return st;
+  unsigned block;
   const sf_cu *cu;
-  st = sf_cu_load(&cu);
+  st = sf_kernel_ready(ctx, &v, &kernel, &block, &cu);
   if (st != SF_OK) return st;
   CUstream stream = (CUstream)launch->stream;
 
