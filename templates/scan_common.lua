@@ -33,6 +33,20 @@ function M.log2(x)
   return n
 end
 
+-- The most 4-byte words that fall in one shared-memory bank when threads first to last
+-- each access `words` consecutive words from word_of(t).
+local function most_in_one_bank(first, last, words, word_of)
+  local per_bank, worst = {}, 0
+  for t = first, last do
+    for w = 0, words - 1 do
+      local bank = (word_of(t) + w) % 32
+      per_bank[bank] = (per_bank[bank] or 0) + 1
+      if per_bank[bank] > worst then worst = per_bank[bank] end
+    end
+  end
+  return worst
+end
+
 -- Shared-memory strides for an array that a warp's threads (lane t % lanes, slot
 -- t // lanes) write at word lane * lane_rows * inner + slot * slot_words, where inner is
 -- a row of `row` words padded to `inner` and slot_words >= rows_per_slot * inner: the
@@ -45,12 +59,7 @@ function M.spread_strides(lanes, lane_rows, rows_per_slot, row, align)
     local inner = row + row_pad
     for slot_pad = 0, 31, align do
       local slot_words = rows_per_slot * inner + slot_pad
-      local per_bank, worst = {}, 0
-      for t = 0, 31 do
-        local bank = ((t % lanes) * lane_rows * inner + (t // lanes) * slot_words) % 32
-        per_bank[bank] = (per_bank[bank] or 0) + 1
-        if per_bank[bank] > worst then worst = per_bank[bank] end
-      end
+      local worst = most_in_one_bank(0, 31, 1, function(t) return (t % lanes) * lane_rows * inner + (t // lanes) * slot_words end)
       if not best or worst < best.worst then
         best = { worst = worst, inner = inner, slot_words = slot_words }
       end
@@ -66,30 +75,15 @@ end
 -- 16-byte runs, chosen to spread both patterns over the banks. A 16-byte access serves 8
 -- threads a pass, each over 4 banks; a pass's cost is its most-used bank.
 function M.vector_row_strides(lanes, rows_per_slot, row, step)
-  local function write_cost(inner, slot_words)
+  local function write_cost(inner, slot_words) -- 16-byte accesses: 4 passes of 8 threads
     local cost = 0
     for phase = 0, 3 do
-      local per_bank, worst = {}, 0
-      for t = phase * 8, phase * 8 + 7 do
-        local first = (t % lanes) * inner + (t // lanes) * slot_words
-        for w = 0, 3 do
-          local bank = (first + w) % 32
-          per_bank[bank] = (per_bank[bank] or 0) + 1
-          if per_bank[bank] > worst then worst = per_bank[bank] end
-        end
-      end
-      cost = cost + worst
+      cost = cost + most_in_one_bank(phase * 8, phase * 8 + 7, 4, function(t) return (t % lanes) * inner + (t // lanes) * slot_words end)
     end
     return cost
   end
   local function read_cost(slot_words)
-    local per_bank, worst = {}, 0
-    for t = 0, 31 do
-      local bank = ((t % lanes) * step + (t // lanes) * slot_words) % 32
-      per_bank[bank] = (per_bank[bank] or 0) + 1
-      if per_bank[bank] > worst then worst = per_bank[bank] end
-    end
-    return worst
+    return most_in_one_bank(0, 31, 1, function(t) return (t % lanes) * step + (t // lanes) * slot_words end)
   end
   local best
   for row_pad = 0, 12, 4 do
