@@ -21,16 +21,11 @@ fi
 export NVDISASM_PATH=${NVDISASM_PATH:-$(dirname "$cuobjdump")} # the pip wheels put both in one bin/
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$scanforge" compile "$spec" --arch "$arch" -o "$work/k.cubin" | grep -v "^size"
+"$scanforge" compile "$spec" --arch "$arch" -o "$work/k.cubin" | grep -v "^size" | tee "$work/report"
 "$cuobjdump" -sass "$work/k.cubin" > "$work/k.sass"
 case "$spec" in *op=bwd*) kernel=sf_scan_bwd ;; *) kernel=sf_scan_fwd ;; esac
-# (t, n) a pass of the block loop covers in the split=state kernels: items x dstate / threads
-per=$("$scanforge" gen "$spec" | python3 -c '
-import re, sys
-head = sys.stdin.read(4000)
-spec = re.search(r"op=\S+", head).group(0)
-keys = dict(kv.split("=") for kv in spec.split(","))
-if keys.get("split") == "state":
-    print(int(keys["items"]) * int(keys["dstate"]) // int(keys["threads"]))
-')
+# (t, n) a pass of the block loop covers in the split=state kernels: items x dstate / threads,
+# from the canonical spec the compile printed
+per=$(awk '$1 == "compiled" { n = split($2, kv, ","); for (i = 1; i <= n; i++) { split(kv[i], p, "="); k[p[1]] = p[2] }
+           if (k["split"] == "state") print k["items"] * k["dstate"] / k["threads"] }' "$work/report")
 python3 "$here/sass_loops.py" "$work/k.sass" --kernel "$kernel" ${per:+--per $per}
