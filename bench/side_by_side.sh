@@ -5,6 +5,8 @@
 # row file by the same method, and prints one comparison table per file.
 # usage: bench/side_by_side.sh ANCHOR_DIR LOG_DIR [ROWS_FILE...]
 #        (default rows: every regime's file under bench/)
+# With SIDE_BY_SIDE_UNTUNED=1 scanforge also runs each file with --untuned (the heuristics
+# alone, no tuning database) and a second table compares that run with the same anchor times.
 set -u
 anchor=$1; logs=$2; shift 2
 rows=("$@")
@@ -18,6 +20,9 @@ for r in "${rows[@]}"; do
   name=$(basename "$r" .txt)
   extra=""; [ "$name" = rows_lm ] && extra=--deterministic
   timeout 150 scanforge bench --rows "$r" --json "$logs/sf_$name.json" $extra > "$logs/sf_$name.log" 2>&1
+  [ "${SIDE_BY_SIDE_UNTUNED:-0}" = 1 ] &&
+    timeout 150 scanforge bench --untuned --rows "$r" --json "$logs/sf_untuned_$name.json" $extra \
+      > "$logs/sf_untuned_$name.log" 2>&1
 done
 wait $build
 for r in "${rows[@]}"; do
@@ -26,4 +31,8 @@ for r in "${rows[@]}"; do
     > "$logs/anchor_$name.log" 2>&1
   echo "== $r"
   python3 "$anchor/compare.py" "$logs/sf_$name.json" "$logs/anchor_$name.json"
+  if [ "${SIDE_BY_SIDE_UNTUNED:-0}" = 1 ]; then
+    echo "== $r, scanforge --untuned"
+    python3 "$anchor/compare.py" "$logs/sf_untuned_$name.json" "$logs/anchor_$name.json"
+  fi
 done

@@ -37,6 +37,9 @@
 @   reject("states", string.format("with split=state, states (interleaved per pass) must divide the %d states of a lane, got %d", S, variant.states))
 @ end
 @ local Q = math.max(1, TB // LN) -- steps per lane in the per-step values and the outputs
+@ -- With more lanes than steps, a team of R lanes shares each step's sums over the lanes'
+@ -- parts (each adds LN / R of them, shuffles add the team's), so that no lane reads all LN.
+@ local R = math.max(1, LN // TB)
 @ local BLOCK = LN * CH
 @ if BLOCK % 32 ~= 0 then
 @   reject("channels", string.format("with split=state, threads x channels must fill whole warps, got %d x %d", LN, CH))
@@ -52,7 +55,7 @@
 @ local stage_bytes = (var_rows + CH * (variant.z and 4 or 3)) * TBP * size
 @ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
 @ -- shared arrays written by every lane at once: strides that spread the writes over banks
-@ local part_row, part_slot = common.vector_row_strides(LN, LN, TB, Q) -- written 16 bytes at a time
+@ local part_row, part_slot = common.vector_row_strides(LN, LN, TB, Q, R) -- written 16 bytes at a time
 @ local red_row, red_slot = common.spread_strides(LN, 1, N, TB, 4) -- 16-byte rows for the sums
 @ local smem_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + parts * CH * part_slot * 4
 @   + (variant.B_var and CH * red_slot * 4 or 0) + (variant.C_var and CH * red_slot * 4 or 0)
@@ -173,8 +176,13 @@ template <bool CARRY, bool CARRY_STATE> __device__ __forceinline__ void scan_bwd
   const int b = blockIdx.y;
   const int L = f.seqlen;
   /* my states: lane, lane + $(LN), ... (interleaved: the lanes' B and C rows in different banks) */
+@ if R == 1 then
   const int mine = lane * $(Q); /* my steps of a block for the per-step values and outputs */
-  const bool owner = mine < $(TB);
+  const bool owner = true;
+@ else
+  const int mine = lane / $(R); /* my step of a block: its sums over lanes (with my team), its outputs if I lead the team */
+  const bool owner = lane % $(R) == 0;
+@ end
   const int d_block = min((int)blockIdx.x * $(CH), f.dim - 1);
 
   elem_t *du_row = (elem_t *)p.du + b * p.du_batch_stride + d * p.du_dim_stride;
@@ -535,6 +543,30 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
       }
 @ end
       /* My share of the steps: the lanes' parts added, the per-step gradients stored. */
+      float dhB_m[$(Q)], dhAh_m[$(Q)], y_m[$(Q)];
+#pragma unroll
+      for (int i = 0; i < $(Q); i++) {
+        dhB_m[i] = 0.f, dhAh_m[i] = 0.f, y_m[i] = 0.f;
+#pragma unroll
+        for (int m = 0; m < $(LN // R); m++) {
+          const int l = $(R == 1 and "m" or ("lane % " .. R .. " + m * " .. R)); /* my team's lanes take turns */
+          dhB_m[i] += part[0][slot * $(part_slot) + l * $(part_row) + mine + i];
+          dhAh_m[i] += part[1][slot * $(part_slot) + l * $(part_row) + mine + i];
+@ if variant.z then
+          y_m[i] += part[2][slot * $(part_slot) + l * $(part_row) + mine + i];
+@ end
+        }
+@ if R > 1 then
+#pragma unroll
+        for (int offset = $(R // 2); offset > 0; offset /= 2) { /* the team: $(R) neighbouring lanes */
+          dhB_m[i] += __shfl_xor_sync(0xffffffffu, dhB_m[i], offset);
+          dhAh_m[i] += __shfl_xor_sync(0xffffffffu, dhAh_m[i], offset);
+@   if variant.z then
+          y_m[i] += __shfl_xor_sync(0xffffffffu, y_m[i], offset);
+@   end
+        }
+@ end
+      }
       if (owner) {
         float du_m[$(Q)], ddelta_m[$(Q)];
 @ if variant.z then
@@ -542,18 +574,10 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
 @ end
 #pragma unroll
         for (int i = 0; i < $(Q); i++) {
-          float dhB = 0.f, dhAh = 0.f;
+          const float dhB = dhB_m[i], dhAh = dhAh_m[i];
 @ if variant.z then
-          float y = 0.f;
+          float y = y_m[i];
 @ end
-#pragma unroll
-          for (int l = 0; l < $(LN); l++) {
-            dhB += part[0][slot * $(part_slot) + l * $(part_row) + mine + i];
-            dhAh += part[1][slot * $(part_slot) + l * $(part_row) + mine + i];
-@ if variant.z then
-            y += part[2][slot * $(part_slot) + l * $(part_row) + mine + i];
-@ end
-          }
           const float dt_i = steps[0][slot][mine + i];
 @ if variant.z then
 @   if variant.D then

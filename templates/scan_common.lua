@@ -71,10 +71,12 @@ end
 
 -- Strides for per-lane rows of `row` floats that each thread writes 16 bytes at a time
 -- (lane t % lanes, slot t // lanes; row = lane's, rows_per_slot rows a slot) and reads back
--- one float each (a slot's lanes `step` floats apart in one row): both padded to whole
+-- one float each: lane l of a slot first reads row l % team at column (l // team) * step
+-- (team = 1: every lane reads row 0, its lanes `step` floats apart). Both padded to whole
 -- 16-byte runs, chosen to spread both patterns over the banks. A 16-byte access serves 8
 -- threads a pass, each over 4 banks; a pass's cost is its most-used bank.
-function M.vector_row_strides(lanes, rows_per_slot, row, step)
+function M.vector_row_strides(lanes, rows_per_slot, row, step, team)
+  team = team or 1
   local function write_cost(inner, slot_words) -- 16-byte accesses: 4 passes of 8 threads
     local cost = 0
     for phase = 0, 3 do
@@ -82,15 +84,18 @@ function M.vector_row_strides(lanes, rows_per_slot, row, step)
     end
     return cost
   end
-  local function read_cost(slot_words)
-    return most_in_one_bank(0, 31, 1, function(t) return (t % lanes) * step + (t // lanes) * slot_words end)
+  local function read_cost(inner, slot_words)
+    return most_in_one_bank(0, 31, 1, function(t)
+      local l = t % lanes
+      return (l % team) * inner + (l // team) * step + (t // lanes) * slot_words
+    end)
   end
   local best
   for row_pad = 0, 12, 4 do
     local inner = (row + 3) // 4 * 4 + row_pad
     for slot_pad = 0, 28, 4 do
       local slot_words = rows_per_slot * inner + slot_pad
-      local cost = write_cost(inner, slot_words) + 4 * read_cost(slot_words)
+      local cost = write_cost(inner, slot_words) + 4 * read_cost(inner, slot_words)
       if not best or cost < best.cost then best = { cost = cost, inner = inner, slot_words = slot_words } end
     end
   end

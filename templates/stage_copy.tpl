@@ -9,13 +9,15 @@
 @ local EPC = BYTES // size
 
 /* Copies the $(BYTES) bytes at src (fewer when `valid` elements remain; zeros after) into
- * dst: asynchronously on sm_80 and newer when the row is $(BYTES)-byte aligned. */
+ * dst: asynchronously on sm_80 and newer when the row is $(BYTES)-byte aligned and the
+ * whole copy lies in the sequence. A partial copy takes the plain loads: cp.async with a
+ * shorter source still reads all $(BYTES) bytes, past the end of the tensor (harmless on the
+ * hardware, an error to compute-sanitizer's memcheck). */
 __device__ __forceinline__ void copy_chunk(elem_t *dst, const elem_t *src, int valid, bool aligned) {
 #if __CUDA_ARCH__ >= 800
-  if (aligned) {
-    const int bytes = valid <= 0 ? 0 : valid >= $(EPC) ? $(BYTES) : valid * $(size);
+  if (aligned && valid >= $(EPC)) {
     const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.$(BYTES == 16 and "cg" or "ca").shared.global [%0], [%1], $(BYTES), %2;\n" ::"r"(to), "l"(src), "r"(bytes));
+    asm volatile("cp.async.$(BYTES == 16 and "cg" or "ca").shared.global [%0], [%1], $(BYTES);\n" ::"r"(to), "l"(src));
     return;
   }
 #endif

@@ -30,13 +30,19 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * tune_report_h200_v7.txt): at N = 16, tiny calls take 16 lanes of one state and
      * blocks of 32 steps ((4,16,64,16): 5.7-5.9 us against 6.8-6.9), and large ones 32
      * channels a block ((8,1536,2048,16,z): 278 us against 294-295). */
-    const int lanes = tiny ? (N == 16 ? 16 : 8) : 4;
-    const int channels = power_of_two_dividing(per_group, tiny ? 8 : N == 16 ? 32 : 16);
+    /* 16-bit types at N = 8 (MambaVision): 8 lanes of one state, blocks of 32 steps and
+     * 16 channels from 128 steps on, 16 steps and 32 channels below (the H100's tuning,
+     * docs/bench/tune_report_h100_v10.txt: (64,160,196,8) bf16 33.9 us against 46.4 with
+     * 4 lanes of 16 steps, (64,320,49,8) bf16 20.6 against 22.0). */
+    const bool narrow16 = !tiny && N == 8 && v->dtype != SF_FP32;
+    const int lanes = tiny ? (N == 16 ? 16 : 8) : narrow16 ? 8 : 4;
+    const int channels = power_of_two_dividing(per_group, tiny ? 8 : N == 16 ? 32 : narrow16 && seqlen < 128 ? 32 : 16);
     if ((tiny || rows >= 4096) && lanes * channels >= 32) {
       v->split_states = true;
       v->threads = lanes;
-      v->items = tiny && N == 16 ? 32 : 16;
+      v->items = (tiny && N == 16) || (narrow16 && seqlen >= 128) ? 32 : 16;
       v->channels = channels;
+      if (narrow16 && seqlen >= 128) v->min_blocks = 4;
       return;
     }
     /* Fewer channels over more than one state interval: segments of the sequence are
@@ -182,16 +188,20 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
    * At N = 64 both GPUs' tuning chose 4 channels over v6's 2 ((2,1024,4096,64) 1511-1633 us
    * against 2101-2222) and the state split from 256 steps on with a thousand channels
    * ((16,64,256,64) 86-88 us against 126 with lanes over time). 256 states: lanes over
-   * time, 128 threads of 4 steps, 4 states a pass, 2 channels (1,512,2048,256 fp32: 1577 us). */
+   * time, 128 threads of 4 steps, 4 states a pass, 2 channels (1,512,2048,256 fp32: 1577 us).
+   * At N = 128, since teams of lanes share each step's sums (backward v12), 32 lanes of
+   * 4 states and a cap of 2 blocks an SM (the H100's tuning, fp32 and bf16: (2,512,2048,128)
+   * 1101 and 1307 us against 1361 and 1584 with 16 lanes). */
   const int N = v->dstate;
   if ((N == 32 || N == 64 || N == 128) && (seqlen >= 1024 || (N == 64 && seqlen >= 256 && batch * dim >= 1024))) {
-    const int lanes = N == 32 ? 8 : 16, channels = 4;
+    const int lanes = N == 32 ? 8 : N == 64 ? 16 : 32, channels = 4;
     if (per_group % channels == 0) {
       v->split_states = true;
       v->threads = lanes;
       v->items = N == 128 ? 4 : 8;
       v->channels = channels;
       v->states = 1;
+      if (N == 128) v->min_blocks = 2;
       return;
     }
   }
