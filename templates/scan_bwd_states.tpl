@@ -57,12 +57,12 @@
 @ -- shared arrays written by every lane at once: strides that spread the writes over banks
 @ local part_row, part_slot = common.vector_row_strides(LN, LN, TB, Q, R) -- written 16 bytes at a time
 @ local red_row, red_slot = common.spread_strides(LN, 1, N, TB, 4) -- 16-byte rows for the sums
-@ local smem_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + parts * CH * part_slot * 4
-@   + (variant.B_var and CH * red_slot * 4 or 0) + (variant.C_var and CH * red_slot * 4 or 0)
-@   + converted * N * (TB + 4) * 4
+@ -- shared memory: the staging (stages, step values, fp32 B and C, copy tasks), which the carry pass uses too, and the sums
+@ local staging_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + converted * N * (TB + 4) * 4
 @   + ((var_rows + CH * (variant.z and 4 or 3)) * (TB // EPC) + BLOCK - 1) // BLOCK * BLOCK * 8 -- copy tasks
+@ local smem_bytes = math.max(staging_bytes + parts * CH * part_slot * 4 + (variant.B_var and CH * red_slot * 4 or 0) + (variant.C_var and CH * red_slot * 4 or 0), 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
 @ if smem_bytes > 48 * 1024 then
-@   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most 49152 allowed", N, CH, TB, smem_bytes))
+@   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory (its carry pass holds the block's staging twice); at most 49152 allowed", N, CH, TB, smem_bytes))
 @ end
 @ run_lengths = { Q }
 @ include("kernel_params.h")

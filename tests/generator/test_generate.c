@@ -63,6 +63,25 @@ Test(generate, template_rejection_is_an_invalid_argument) {
   cr_expect_null(source);
 }
 
+/* The backward's carry kernel holds the block's staging twice (with and without a
+ * segment's state): at N = 64 with 32 lanes, 16 steps and one channel that is 51104 bytes,
+ * over the 48 KiB of static shared memory, while the main kernel fits (40912). The template
+ * refuses it with its own message instead of leaving NVRTC to fail; a neighbour that fits
+ * both (8 steps) is accepted. */
+Test(generate, backward_carry_pass_shared_memory_is_checked) {
+  sf_variant v;
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=64,threads=32,items=16,channels=1,states=1", &v), SF_OK);
+  char *source = NULL;
+  size_t length;
+  cr_expect_eq(sf_generate(&v, &source, &length), SF_EINVAL);
+  cr_expect(strstr(sf_last_error(), "51104 bytes") != NULL && strstr(sf_last_error(), "carry pass") != NULL,
+            "got: %s", sf_last_error());
+  cr_expect_null(source);
+  v.items = 8;
+  cr_expect_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
+  free(source);
+}
+
 Test(generate, template_set_hash_is_stable) {
   uint64_t a = 0, b = 1;
   cr_assert_eq(sf_template_set_hash(&a), SF_OK);
