@@ -86,6 +86,10 @@ def time_row(row, calls, reps, rng, device):
             return tf.reduce_sum(tf.cast(scan(*(t[k] for k in keys))[:, :1, :1], tf.float32))
 
         @tf.function
+        def baseline():  # the same reduction without the scan: TensorFlow's own cost per call
+            return tf.reduce_sum(tf.cast(t["u"][:, :1, :1], tf.float32))
+
+        @tf.function
         def training():
             xs = [t[k] for k in keys]
             with tf.GradientTape() as tape:
@@ -94,7 +98,7 @@ def time_row(row, calls, reps, rng, device):
             grads = tape.gradient(out, xs, output_gradients=t["dout"])
             return tf.add_n([tf.reduce_sum(tf.cast(g[:1], tf.float32)) for g in grads])
 
-        return per_call_us(forward, calls, reps), per_call_us(training, calls, reps)
+        return per_call_us(forward, calls, reps), per_call_us(training, calls, reps), per_call_us(baseline, calls, reps)
 
 
 def row_key(batch, dim, L, N, z, dtype):
@@ -133,14 +137,16 @@ def main():
     gpus = tf.config.list_physical_devices("GPU")
     name = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "no GPU"
     print(f"TensorFlow {tf.__version__}, {args.device} ({name})")
-    print("row                       type   op fwd  kernel fwd  ratio | op fwd+bwd  kernels fwd+bwd  ratio")
+    print("(tf base: the same tf.function without the scan, TensorFlow's own time per call)")
+    print("row                       type  tf base   op fwd  kernel fwd  ratio | op fwd+bwd  kernels fwd+bwd  ratio")
     for row, (kf, kb) in zip(rows, bare):
-        fwd, train = time_row(row, args.calls, args.reps, rng, args.device)
+        fwd, train, base = time_row(row, args.calls, args.reps, rng, args.device)
         name = f"{row['batch']},{row['dim']},{row['L']},{row['N']}{',z' if row['z'] else ''}"
         if kf is None or kb is None:
-            print(f"{name:25s} {row['dtype']:5s} {fwd:8.1f}           -      - | {train:10.1f}                -      -")
+            print(f"{name:25s} {row['dtype']:5s} {base:7.1f} {fwd:8.1f}           -      - | {train:10.1f}                -      -")
         else:
-            print(f"{name:25s} {row['dtype']:5s} {fwd:8.1f} {kf:11.1f} {fwd / kf:6.2f} | {train:10.1f} {kf + kb:16.1f} {train / (kf + kb):6.2f}")
+            print(f"{name:25s} {row['dtype']:5s} {base:7.1f} {fwd:8.1f} {kf:11.1f} {fwd / kf:6.2f} | {train:10.1f} "
+                  f"{kf + kb:16.1f} {train / (kf + kb):6.2f}")
 
 
 if __name__ == "__main__":
