@@ -1,4 +1,4 @@
-"""conftest.py: quiet TensorFlow, CPU only, and helpers shared by the scanforge_tf tests."""
+"""conftest.py: quiet TensorFlow, and helpers shared by the scanforge_tf tests."""
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -35,3 +35,19 @@ def to_tf(p, dtype):
 @pytest.fixture
 def rng(request):
     return np.random.default_rng(abs(hash(request.node.name)) % (2**32))
+
+
+# Where the op's own tests run: the CPU, and the first GPU where TensorFlow sees one.
+DEVICES = ["/CPU:0"] + (["/GPU:0"] if tf.config.list_physical_devices("GPU") else [])
+
+
+@pytest.fixture
+def layers_on_cpu():
+    """Keras layers that need matmul or convolution (Dense, Conv1D) run on the CPU on a GPU
+    machine: its TensorFlow may lack cuBLAS and cuDNN (docs/device.md). With
+    SCANFORGE_TEST_GPU_LAYERS=1 (a GPU with the full CUDA libraries) they stay on the GPU."""
+    if len(DEVICES) == 1 or os.environ.get("SCANFORGE_TEST_GPU_LAYERS") == "1":
+        yield
+        return
+    with tf.device("/CPU:0"):
+        yield

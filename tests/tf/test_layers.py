@@ -1,4 +1,6 @@
-"""test_layers.py: MambaVisionMixer against a pure-TensorFlow float64 mixer, SelectiveScan, fit, saving."""
+"""test_layers.py: MambaVisionMixer against a pure-TensorFlow float64 mixer, SelectiveScan, fit, saving.
+SelectiveScan alone runs on the CPU and the GPU; the tests with Dense or Conv1D run on the CPU
+on a GPU machine unless SCANFORGE_TEST_GPU_LAYERS=1 (conftest.layers_on_cpu)."""
 import keras
 import numpy as np
 import pytest
@@ -6,7 +8,10 @@ import tensorflow as tf
 
 import scanforge_tf
 from scanforge_tf.layers import MambaVisionMixer, SelectiveScan
+from conftest import DEVICES
 from scan_reference import relerr
+
+pytestmark = pytest.mark.usefixtures("layers_on_cpu")
 
 
 def torch_state_dict(rng, d_model, d_state, d_conv, expand):
@@ -113,9 +118,14 @@ def test_selective_scan_layer_equals_the_function():
 MIXED = {"mixed_bfloat16": (tf.bfloat16, 3e-2), "mixed_float16": (tf.float16, 5e-3)}
 
 
-def scan_layer_run(policy, fixed_bc):
-    """SelectiveScan with every optional input (fixed or variable B and C) under `policy`:
-    out, last_state and the gradient of every input, as float64 arrays."""
+def scan_layer_run(policy, fixed_bc, device="/CPU:0"):
+    """SelectiveScan with every optional input (fixed or variable B and C) under `policy`, on
+    `device`: out, last_state and the gradient of every input, as float64 arrays."""
+    with tf.device(device):
+        return _scan_layer_run(policy, fixed_bc)
+
+
+def _scan_layer_run(policy, fixed_bc):
     rng = np.random.default_rng(7)
     f = lambda *s: tf.constant(rng.standard_normal(s), tf.float32)
     args = dict(u=f(2, 8, 40), delta=f(2, 8, 40), A=-tf.exp(f(8, 4)),
@@ -135,15 +145,16 @@ def scan_layer_run(policy, fixed_bc):
     return out.dtype, as64(out), as64(last), {k: as64(g) for k, g in grads.items()}
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fixed_bc", [False, True], ids=["variable_BC", "fixed_BC"])
 @pytest.mark.parametrize("policy", list(MIXED))
-def test_selective_scan_layer_under_mixed_policy(policy, fixed_bc):
+def test_selective_scan_layer_under_mixed_policy(policy, fixed_bc, device):
     """Keras casts A, D, delta_bias and the state to the compute dtype under the policy;
     the layer gives the op float32 for them and low-precision activations, and matches the
-    float32 layer in its outputs and every gradient."""
+    float32 layer in its outputs and every gradient (on each device)."""
     dtype, bar = MIXED[policy]
-    _, ref_out, ref_last, ref_grads = scan_layer_run("float32", fixed_bc)
-    out_dtype, out, last, grads = scan_layer_run(policy, fixed_bc)
+    _, ref_out, ref_last, ref_grads = scan_layer_run("float32", fixed_bc, device)
+    out_dtype, out, last, grads = scan_layer_run(policy, fixed_bc, device)
     assert out_dtype == dtype
     assert relerr(out, ref_out) <= bar
     assert relerr(last, ref_last) <= bar
