@@ -1,11 +1,12 @@
 /* bench_json.c: a row of `scanforge bench --json`: its shape and each pass's numbers. */
 #include "cli/bench_json.h"
 
+#include "cli/bench_table.h"
 #include "cli/scan_common.h"
 
 const char *const bench_pass_key[PASSES] = {"forward", "backward", "backward_deterministic"};
 
-/* One pass as JSON (into j): variant, times, bytes, floor. */
+/* One pass as JSON (into j): variant, its launch's shape, times, bytes, floor. */
 static void pass_json(json_t *j, const bench_pass_result *x) {
   char spec[512];
   json_object_set_new(j, "ok", json_boolean(x->ok));
@@ -18,6 +19,11 @@ static void pass_json(json_t *j, const bench_pass_result *x) {
   json_object_set_new(j, "threads", json_integer(x->variant.threads));
   json_object_set_new(j, "items", json_integer(x->variant.items));
   json_object_set_new(j, "channels", json_integer(x->variant.channels));
+  json_object_set_new(j, "blocks", json_integer(x->shape.blocks));
+  json_object_set_new(j, "blocks_per_sm", json_integer(x->shape.blocks_per_sm));
+  json_object_set_new(j, "sm_count", json_integer(x->shape.sm_count));
+  json_object_set_new(j, "segments", json_integer(x->shape.segments));
+  json_object_set_new(j, "waves", json_real(bench_waves(&x->shape)));
   json_object_set_new(j, "kernel_origin", json_string(cli_origin_text(x->origin)));
   json_object_set_new(j, "kernel_load_ms", json_real(x->load_ms));
   json_object_set_new(j, "input_sets", json_integer(x->sets));

@@ -3,10 +3,15 @@
 
 #include <stdio.h>
 
+double bench_waves(const sf_launch_shape *s) {
+  const double at_once = (double)s->blocks_per_sm * s->sm_count;
+  return at_once > 0 ? (double)s->blocks / at_once : 0.0;
+}
+
 void bench_table_header(bench_pass p, bool with_det) {
   printf("%s\n", p == PASS_FWD ? "forward" : "backward (every gradient: du, ddelta, dz with z, dA, dB, dC, dD, ddelta_bias)");
-  printf("%-20s %-5s %-9s %9s %9s %9s %8s %9s %7s", "shape B,D,L,N", "type", "t/i/c", "time us", "min us", "p90 us",
-         "GB/s", "floor us", "% floor");
+  printf("%-20s %-5s %-9s %6s %9s %9s %9s %8s %9s %7s", "shape B,D,L,N", "type", "t/i/c", "waves", "time us", "min us",
+         "p90 us", "GB/s", "floor us", "% floor");
   if (with_det) printf(" %9s %8s", "det us", "det cost");
   printf("\n");
 }
@@ -23,8 +28,8 @@ void bench_table_row(const bench_row *r, const bench_row_result *res, bench_pass
     return;
   }
   snprintf(config, sizeof config, "%d/%d/%d", x->variant.threads, x->variant.items, x->variant.channels);
-  printf("%-20s %-5s %-9s %9.1f %9.1f %9.1f %8.0f %9.1f %7.1f", label, sf_dtype_name(r->dtype), config,
-         x->t.median * 1e3, x->t.min * 1e3, x->t.p90 * 1e3, x->bytes / (x->t.median * 1e-3) / 1e9,
+  printf("%-20s %-5s %-9s %6.2f %9.1f %9.1f %9.1f %8.0f %9.1f %7.1f", label, sf_dtype_name(r->dtype), config,
+         bench_waves(&x->shape), x->t.median * 1e3, x->t.min * 1e3, x->t.p90 * 1e3, x->bytes / (x->t.median * 1e-3) / 1e9,
          x->floor_ms * 1e3, 100.0 * x->floor_ms / x->t.median);
   const bench_pass_result *det = &res->pass[PASS_BWD_DET];
   if (p == PASS_BWD && det->ran) {

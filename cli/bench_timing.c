@@ -106,6 +106,14 @@ static sf_status load_variant(bench_gpu *g, row_call *call, bench_pass_result *o
   double t0 = cli_now_ms();
   if (st == SF_OK) st = sf_kernel_for_variant(g->ctx, &out->variant, &kernel, &out->origin);
   out->load_ms = cli_now_ms() - t0;
+  if (st == SF_OK && call->backward) {
+    sf_scan_bwd_args args = sf_measure_bwd_args(call->sets, 0);
+    args.deterministic = call->deterministic;
+    st = sf_scan_bwd_shape(g->ctx, &args, &call->launch, &out->shape);
+  } else if (st == SF_OK) {
+    sf_scan_fwd_args args = sf_measure_fwd_args(call->sets, 0);
+    st = sf_scan_fwd_shape(g->ctx, &args, &call->launch, &out->shape);
+  }
   return st;
 }
 

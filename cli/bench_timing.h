@@ -34,6 +34,7 @@ typedef struct bench_pass_result {
   bool ok;
   char error[512];
   sf_variant variant;
+  sf_launch_shape shape; /* its blocks, how many an SM holds, the SMs, the segments */
   sf_kernel_origin origin;
   double load_ms;
   int sets;

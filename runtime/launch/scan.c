@@ -14,33 +14,37 @@
 #include "runtime/args/scan_args.h"
 #include "runtime/launch/segments.h"
 #include "runtime/launch/call_variant.h"
+#include "runtime/launch/main_launch.h"
 
 sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out) {
   if (!args || !out) return sf_fail(SF_EINVAL, "sf_scan_fwd_variant: args and out must not be NULL");
   return sf_call_variant(args, SF_OP_FWD, false, launch, out);
 }
 
-static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch) {
+/* The variant and the main kernel's plan of a resolved device call. */
+static sf_status plan_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch, sf_variant *v,
+                          sf_main_launch *plan) {
   if (r->seqlen > INT_MAX || r->dim > INT_MAX)
     return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
                    (long long)r->seqlen, (long long)r->dim);
-  sf_variant v;
-  sf_status st = sf_scan_fwd_variant(r, launch, &v);
+  sf_status st = sf_scan_fwd_variant(r, launch, v);
   if (st != SF_OK) return st;
-  if (v.split_states && (v.B_var || v.C_var) && (r->dim / r->groups) % v.channels != 0)
+  if (v->split_states && (v->B_var || v->C_var) && (r->dim / r->groups) % v->channels != 0)
     return sf_fail(SF_EINVAL, "forward variant with split=state: channels (%d) must divide the channels of a group (dim / groups = %lld): a block shares one group's B and C",
-                   v.channels, (long long)(r->dim / r->groups));
-  const sf_kernel *kernel;
-  unsigned block;
-  const sf_cu *cu;
-  st = sf_kernel_ready(ctx, &v, &kernel, &block, &cu);
-  if (st != SF_OK) return st;
+                   v->channels, (long long)(r->dim / r->groups));
+  return sf_main_launch_plan(ctx, v, r->batch, r->dim, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, plan);
+}
 
-  const unsigned grid_x = (unsigned)((r->dim + v.channels - 1) / v.channels);
-  const int64_t N = r->dstate;
-  sf_segments segments;
-  st = sf_plan_segments(ctx, kernel, &v, (int64_t)grid_x * r->batch, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, &segments);
+static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch) {
+  sf_variant v;
+  sf_main_launch plan;
+  sf_status st = plan_fwd(ctx, r, launch, &v, &plan);
   if (st != SF_OK) return st;
+  const sf_kernel *kernel = plan.kernel;
+  const sf_cu *cu = plan.cu;
+  const unsigned block = plan.block, grid_x = plan.grid_x;
+  const sf_segments segments = plan.segments;
+  const int64_t N = r->dstate;
   CUstream stream = (CUstream)launch->stream;
   sf_segment_passes passes; /* carries: decays and states */
   st = sf_segment_passes_open(ctx, cu, &v, &segments, r->batch, r->dim, 2, stream, &passes);
@@ -74,4 +78,18 @@ sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_la
   if (st != SF_OK) return st;
   if (!sf_scan_fwd_has_work(&resolved)) return SF_OK;
   return launch_fwd(ctx, &resolved, launch);
+}
+
+sf_status sf_scan_fwd_shape(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch,
+                            sf_launch_shape *out) {
+  if (!ctx || !out) return sf_fail(SF_EINVAL, "sf_scan_fwd_shape: ctx and out must not be NULL");
+  const sf_launch none = {0};
+  sf_scan_fwd_args resolved;
+  sf_status st = sf_scan_fwd_prepare(args, &resolved);
+  if (st != SF_OK) return st;
+  sf_variant v;
+  sf_main_launch plan;
+  st = plan_fwd(ctx, &resolved, launch ? launch : &none, &v, &plan);
+  if (st != SF_OK) return st;
+  return sf_main_launch_shape(ctx, &v, &plan, resolved.batch, out);
 }

@@ -14,3 +14,12 @@ sf_status sf_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *args, const sf_la
   if (!sf_scan_bwd_has_work(&resolved)) return SF_OK;
   return sf_gpu_scan_bwd(ctx, &resolved, launch);
 }
+
+sf_status sf_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *args, const sf_launch *launch,
+                            sf_launch_shape *out) {
+  if (!ctx || !out) return sf_fail(SF_EINVAL, "sf_scan_bwd_shape: ctx and out must not be NULL");
+  sf_scan_bwd_args resolved;
+  sf_status st = sf_scan_bwd_prepare(args, &resolved);
+  if (st != SF_OK) return st;
+  return sf_gpu_scan_bwd_shape(ctx, &resolved, launch, out);
+}

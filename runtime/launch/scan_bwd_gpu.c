@@ -4,6 +4,7 @@
 #include <limits.h>
 
 #include "runtime/launch/call_variant.h"
+#include "runtime/launch/main_launch.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
 #include "runtime/launch/kernel_params.h"
@@ -107,7 +108,9 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
   return st != SF_OK ? st : freed;
 }
 
-sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch) {
+/* The variant and the main kernel's plan of a resolved device call. */
+static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
+                          sf_main_launch *plan) {
   const sf_scan_fwd_args *f = &r->fwd;
   if (f->seqlen > INT_MAX || f->dim > INT_MAX)
     return sf_fail(SF_EINVAL, "seqlen (%lld) and dim (%lld) must be below 2^31 on the GPU",
@@ -115,22 +118,35 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   if (r->deterministic && f->batch > SF_MAX_BATCH_PER_LAUNCH)
     return sf_fail(SF_EINVAL, "deterministic backward: batch (%lld) must be at most %d",
                    (long long)f->batch, SF_MAX_BATCH_PER_LAUNCH);
+  sf_status st = variant_for(r, launch, v);
+  if (st != SF_OK) return st;
+  return sf_main_launch_plan(ctx, v, f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, plan);
+}
+
+sf_status sf_gpu_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch,
+                                sf_launch_shape *out) {
+  const sf_launch none = {0};
   sf_variant v;
-  sf_status st = variant_for(r, launch, &v);
+  sf_main_launch plan;
+  sf_status st = plan_bwd(ctx, r, launch ? launch : &none, &v, &plan);
   if (st != SF_OK) return st;
-  const sf_kernel *kernel;
-  unsigned block;
-  const sf_cu *cu;
-  st = sf_kernel_ready(ctx, &v, &kernel, &block, &cu);
+  return sf_main_launch_shape(ctx, &v, &plan, r->fwd.batch, out);
+}
+
+sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch) {
+  const sf_scan_fwd_args *f = &r->fwd;
+  sf_variant v;
+  sf_main_launch plan_main;
+  sf_status st = plan_bwd(ctx, r, launch, &v, &plan_main);
   if (st != SF_OK) return st;
+  const sf_kernel *kernel = plan_main.kernel;
+  const sf_cu *cu = plan_main.cu;
+  const unsigned block = plan_main.block, grid_x = plan_main.grid_x;
+  const sf_segments segments = plan_main.segments;
   CUstream stream = (CUstream)launch->stream;
 
   const int64_t N = f->dstate, L = f->seqlen;
   const int64_t var_size = f->batch * f->groups * N * L, fixed_size = f->dim * N;
-  const unsigned grid_x = (unsigned)((f->dim + v.channels - 1) / v.channels);
-  sf_segments segments;
-  st = sf_plan_segments(ctx, kernel, &v, (int64_t)grid_x * f->batch, L, SF_BWD_PARALLEL_MAX_FILL, &segments);
-  if (st != SF_OK) return st;
   sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
   deterministic_plan plan = {0};
   if (r->deterministic) {

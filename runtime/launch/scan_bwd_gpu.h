@@ -9,4 +9,8 @@
 sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *resolved,
                           const sf_launch *launch);
 
+/* sf_scan_bwd_shape's device part, for arguments that sf_scan_bwd_prepare resolved. */
+sf_status sf_gpu_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *resolved, const sf_launch *launch,
+                                sf_launch_shape *out);
+
 #endif

@@ -337,6 +337,31 @@ static int run_fake_bench(const char *dir, const char *options, char **output, j
 
 static double number(json_t *object, const char *key) { return json_number_value(json_object_get(object, key)); }
 
+/* Each pass reports its launch's shape: blocks (channels / channels a block x batch rows x
+ * segments), blocks an SM holds (the pretend driver: 2048 threads' worth, at most 32), the
+ * SMs (132), and waves; few channels over many intervals get segments. */
+Test(cli_bench, pretend_driver_reports_the_launch_shape, .timeout = 300) {
+  char dir[] = "/tmp/sf_cli_fake_XXXXXX", rows[512], *out;
+  write_temp(dir, "rows.txt", "2,64,300,16,z,bf16\n1,64,4096,16,fp32\n", rows, sizeof rows);
+  json_t *root;
+  int status = run_fake_bench(dir, "--forward-only --spec split=state,threads=4,items=16,channels=16", &out, &root);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_not_null(strstr(out, "waves"), "%s", out);
+  free(out);
+  cr_assert_not_null(root, "no JSON written");
+  json_t *short_row = json_array_get(json_object_get(root, "rows"), 0);
+  json_t *long_row = json_array_get(json_object_get(root, "rows"), 1);
+  cr_expect_eq(number(short_row, "blocks"), 4 * 2, "64 / 16 channels x 2 rows");
+  cr_expect_eq(number(short_row, "blocks_per_sm"), 32);
+  cr_expect_eq(number(short_row, "sm_count"), 132);
+  cr_expect_eq(number(short_row, "segments"), 0, "one state interval");
+  cr_expect(fabs(number(short_row, "waves") - 8.0 / (32 * 132)) < 1e-9);
+  const double segments = number(long_row, "segments");
+  cr_expect_gt(segments, 1, "4 blocks over 8 intervals leave the GPU idle: segments");
+  cr_expect_eq(number(long_row, "blocks"), 4 * segments);
+  json_decref(root);
+}
+
 Test(cli_bench, pretend_driver_both_passes_and_the_backward_floor, .timeout = 300) {
   char dir[] = "/tmp/sf_cli_fake_XXXXXX", rows[512], *out;
   write_temp(dir, "rows.txt", "1,4,16,4,fp32\n2,64,300,16,z,bf16\n", rows, sizeof rows);

@@ -250,6 +250,27 @@ sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_la
  * canonical spec. */
 sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out);
 
+/* How a device call spreads over the GPU, for benchmarks and kernel experiments: its main
+ * kernel's blocks over all its launches (channels / channels a block x batch rows x
+ * segments), how many of them one SM holds at once (the driver's occupancy for the
+ * kernel's threads, registers and shared memory), the SMs, and the segments of the
+ * sequence scanned in parallel (0: one block walks every step; then a carry pass and a
+ * combine run first, docs/design-segments.md). blocks / (blocks_per_sm x sm_count) is the
+ * number of waves. */
+typedef struct sf_launch_shape {
+  sf_variant variant;
+  int64_t blocks;
+  int blocks_per_sm;
+  int sm_count;
+  int64_t segments;
+} sf_launch_shape;
+
+/* The shape of the device forward call with these arguments (launch may be NULL; its
+ * stream is not used). Loads the variant's kernel in the calling thread's CUDA context, as
+ * the call would; launches nothing. */
+sf_status sf_scan_fwd_shape(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch,
+                            sf_launch_shape *out);
+
 /* ---- the backward pass -----------------------------------------------------------
  * Gradients of docs/math.md's backward. The forward's arguments are given again (`fwd`: u,
  * delta, A, B, C, D, delta_bias, z, h0, sizes and flags; its out and last_state are not
@@ -284,6 +305,10 @@ sf_status sf_scan_bwd_validate(const sf_scan_bwd_args *args);
  * channels must divide dim / groups). Reads only the sizes, the flags, which optional
  * inputs are present and `deterministic`; launch may be NULL. */
 sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *launch, sf_variant *out);
+
+/* The shape of the device backward call with these arguments (sf_scan_fwd_shape's). */
+sf_status sf_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *args, const sf_launch *launch,
+                            sf_launch_shape *out);
 
 /* The backward selective scan, on the device (launch->stream) or the host. On the device
  * dA, dB, dC, dD and ddelta_bias are accumulated with atomics into buffers this call

@@ -1,0 +1,26 @@
+/* main_launch.c: the main kernel's plan (kernel, grid, segments) and the call's shape. */
+#include "runtime/launch/main_launch.h"
+
+sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen,
+                              double max_fill, sf_main_launch *out) {
+  *out = (sf_main_launch){0};
+  sf_status st = sf_kernel_ready(ctx, v, &out->kernel, &out->block, &out->cu);
+  if (st != SF_OK) return st;
+  out->grid_x = (unsigned)((dim + v->channels - 1) / v->channels);
+  return sf_plan_segments(ctx, out->kernel, v, (int64_t)out->grid_x * batch, seqlen, max_fill, &out->segments);
+}
+
+sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_main_launch *plan, int64_t batch,
+                               sf_launch_shape *out) {
+  int sm_count = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st != SF_OK) return st;
+  *out = (sf_launch_shape){
+      .variant = *v,
+      .blocks = (int64_t)plan->grid_x * batch * (plan->segments.count > 0 ? plan->segments.count : 1),
+      .blocks_per_sm = plan->kernel->blocks_per_sm,
+      .sm_count = sm_count,
+      .segments = plan->segments.count,
+  };
+  return SF_OK;
+}

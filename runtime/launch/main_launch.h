@@ -1,0 +1,29 @@
+/* main_launch.h: what a device call's main kernel needs before it launches, shared by the
+ * forward, the backward and sf_scan_{fwd,bwd}_shape: the variant's kernel, its blocks over
+ * channels and batch rows, and the segments of the sequence scanned in parallel. */
+#ifndef SCANFORGE_MAIN_LAUNCH_H
+#define SCANFORGE_MAIN_LAUNCH_H
+
+#include <stdint.h>
+
+#include "runtime/launch/kernels.h"
+#include "runtime/launch/segments.h"
+
+typedef struct sf_main_launch {
+  const sf_kernel *kernel;
+  const sf_cu *cu;
+  unsigned block;   /* threads a block */
+  unsigned grid_x;  /* blocks over the channels (grid y: batch rows, grid z: segments) */
+  sf_segments segments;
+} sf_main_launch;
+
+/* Loads variant v's kernel and plans its grid for batch x dim channels of seqlen steps;
+ * segments when the blocks fill less than max_fill of the GPU (sf_plan_segments). */
+sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen,
+                              double max_fill, sf_main_launch *out);
+
+/* The call's shape for sf_scan_{fwd,bwd}_shape, from its plan. */
+sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_main_launch *plan, int64_t batch,
+                               sf_launch_shape *out);
+
+#endif
