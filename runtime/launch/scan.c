@@ -82,7 +82,8 @@ sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_la
 
 sf_status sf_scan_fwd_shape(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch,
                             sf_launch_shape *out) {
-  if (!ctx || !out) return sf_fail(SF_EINVAL, "sf_scan_fwd_shape: ctx and out must not be NULL");
+  if (!ctx) return sf_fail(SF_EINVAL, "ctx: must not be NULL");
+  if (!out) return sf_fail(SF_EINVAL, "out: must not be NULL");
   const sf_launch none = {0};
   sf_scan_fwd_args resolved;
   sf_status st = sf_scan_fwd_prepare(args, &resolved);

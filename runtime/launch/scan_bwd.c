@@ -17,7 +17,8 @@ sf_status sf_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *args, const sf_la
 
 sf_status sf_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *args, const sf_launch *launch,
                             sf_launch_shape *out) {
-  if (!ctx || !out) return sf_fail(SF_EINVAL, "sf_scan_bwd_shape: ctx and out must not be NULL");
+  if (!ctx) return sf_fail(SF_EINVAL, "ctx: must not be NULL");
+  if (!out) return sf_fail(SF_EINVAL, "out: must not be NULL");
   sf_scan_bwd_args resolved;
   sf_status st = sf_scan_bwd_prepare(args, &resolved);
   if (st != SF_OK) return st;

@@ -297,3 +297,25 @@ Test(validate_bwd, sf_scan_bwd_validates_before_running_anywhere) {
   cr_expect_eq(sf_scan_bwd(ctx, &a, &device), SF_OK, "%s", sf_last_error());
   sf_context_destroy(ctx);
 }
+
+/* The shape of a call (sf_scan_bwd_shape, sf_scan_fwd_shape) checks the same arguments
+ * first, naming the wrong one, before it looks for a GPU. */
+Test(validate_bwd, the_shape_of_a_call_validates_first) {
+  sf_context *ctx;
+  cr_assert_eq(sf_context_create(&(sf_context_options){.cache_memory_only = true}, &ctx), SF_OK);
+  sf_launch_shape shape;
+  sf_scan_bwd_args a = valid_args();
+  a.dout = NULL;
+  cr_expect_eq(sf_scan_bwd_shape(ctx, &a, NULL, &shape), SF_EINVAL);
+  cr_expect(strstr(sf_last_error(), "dout:") != NULL, "%s", sf_last_error());
+  a = valid_args();
+  a.fwd.u = NULL;
+  cr_expect_eq(sf_scan_fwd_shape(ctx, &a.fwd, NULL, &shape), SF_EINVAL);
+  cr_expect(strstr(sf_last_error(), "u:") != NULL, "%s", sf_last_error());
+  a = valid_args();
+  cr_expect_eq(sf_scan_bwd_shape(NULL, &a, NULL, &shape), SF_EINVAL);
+  cr_expect(strncmp(sf_last_error(), "ctx:", 4) == 0, "%s", sf_last_error());
+  cr_expect_eq(sf_scan_fwd_shape(ctx, &a.fwd, NULL, NULL), SF_EINVAL);
+  cr_expect(strncmp(sf_last_error(), "out:", 4) == 0, "%s", sf_last_error());
+  sf_context_destroy(ctx);
+}
