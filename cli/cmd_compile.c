@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "generator/generator.h"
 #include "runtime/compile/compile.h"
+#include "runtime/compile/occupancy.h"
 #include "scanforge/scanforge.h"
 
 static void usage(FILE *out) {
@@ -17,7 +18,9 @@ static void usage(FILE *out) {
           "       scanforge compile --list-archs\n"
           "\n"
           "Generates the CUDA source of the variant SPEC, compiles it with NVRTC and prints\n"
-          "the binary's size, registers, spills, shared memory, stack and compile time.\n"
+          "the binary's size, registers, spills, shared memory, stack and compile time; for a\n"
+          "SPEC also how many of its blocks one SM of that arch holds at once and what limits\n"
+          "them (registers, shared memory with the driver's reserve, threads, the cap per SM).\n"
           "\n"
           "  SPEC               variant spec; omitted keys take their defaults\n"
           "  -a, --arch ARCH    target GPU: sm_75, sm_90, ... (or just 90) for a cubin;\n"
@@ -147,7 +150,22 @@ static void print_bytes_field(const char *name, int value) {
     printf("%-10s unknown\n", name);
 }
 
-static void report(const char *what, const char *template_text, const sf_binary *b, const char *output) {
+/* Blocks of `block_threads` threads an SM of the binary's arch holds, from its registers
+ * and shared memory (the module's most demanding kernel: ptxas reports each; the largest
+ * are kept), and what limits them. */
+static void print_occupancy(const sf_binary *b, int block_threads) {
+  sf_occupancy o;
+  if (block_threads <= 0 || b->registers < 0 || b->shared_bytes < 0) return;
+  if (sf_occupancy_estimate(b->arch, block_threads, b->registers, b->shared_bytes, &o) != SF_OK) {
+    printf("%-10s unknown for sm_%d\n", "occupancy", b->arch);
+    return;
+  }
+  printf("%-10s %d blocks of %d threads an SM, limited by %s (registers allow %d, shared memory %d, threads %d, the cap %d)\n",
+         "occupancy", o.blocks, block_threads, o.limited_by, o.by_registers, o.by_shared, o.by_threads, o.by_blocks);
+}
+
+static void report(const char *what, const char *template_text, const sf_binary *b, const char *output,
+                   int block_threads) {
   printf("%-10s %s\n", "compiled", what);
   if (template_text) printf("%-10s %s\n", "template", template_text);
   printf("%-10s %s_%d\n", "arch", b->is_ptx ? "compute" : "sm", b->arch);
@@ -163,6 +181,7 @@ static void report(const char *what, const char *template_text, const sf_binary 
     printf("%-10s unknown\n", "spills");
   print_bytes_field("shared", b->shared_bytes);
   print_bytes_field("stack", b->stack_bytes);
+  print_occupancy(b, block_threads);
   printf("%-10s %.1f ms\n", "time", b->compile_ms);
 }
 
@@ -204,6 +223,7 @@ int cmd_compile(int argc, char **argv) {
   if (virtual_arch) want_ptx = 1; /* compute_XY is a virtual architecture: only PTX exists for it */
 
   char what[1024], template_text[4200] = "";
+  int block_threads = 0; /* known for a SPEC: the occupancy line */
   char *source;
   const char *source_name;
   if (source_path) {
@@ -219,6 +239,7 @@ int cmd_compile(int argc, char **argv) {
     int rc = generate(spec, &variant, what, sizeof what, &source);
     if (rc != CLI_OK) return rc;
     source_name = variant.op == SF_OP_FWD ? "scan_fwd.cu" : "scan_bwd.cu";
+    block_threads = sf_variant_block_threads(&variant);
     cli_describe_template(sf_template_of(&variant), template_text, sizeof template_text);
   }
 
@@ -231,7 +252,7 @@ int cmd_compile(int argc, char **argv) {
   if (show_log || strstr(binary.log, "warning"))
     fprintf(stderr, "%s", binary.log); /* warnings matter to a template author */
   int ok = !output || write_binary(output, &binary);
-  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output);
+  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output, block_threads);
   sf_binary_free(&binary);
   return ok ? 0 : 1;
 }

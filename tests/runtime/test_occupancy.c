@@ -1,0 +1,55 @@
+/* test_occupancy.c: blocks an SM holds, from a kernel's resources (runtime/compile/occupancy.h). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "runtime/compile/occupancy.h"
+
+/* The tuned 130M bf16 backward on an H100 (docs/perf.md, v10): one warp a block, 255
+ * registers, 32256 bytes of shared memory. The registers allow 8 blocks (8192 registers a
+ * warp); shared memory with the driver's 1 KB a block allows 7 (7 x 33280 <= 233472). */
+Test(occupancy, the_130m_backward_on_sm_90_is_held_to_7_by_shared_memory) {
+  sf_occupancy o;
+  cr_assert_eq(sf_occupancy_estimate(90, 32, 255, 32256, &o), SF_OK);
+  cr_expect_eq(o.by_registers, 8);
+  cr_expect_eq(o.by_shared, 7);
+  cr_expect_eq(o.by_threads, 64);
+  cr_expect_eq(o.by_blocks, 32);
+  cr_expect_eq(o.blocks, 7);
+  cr_expect_str_eq(o.limited_by, "shared memory");
+  /* 4 KB less and the registers decide: 8 */
+  cr_assert_eq(sf_occupancy_estimate(90, 32, 255, 28160, &o), SF_OK);
+  cr_expect_eq(o.blocks, 8);
+  cr_expect_str_eq(o.limited_by, "registers");
+}
+
+Test(occupancy, threads_and_the_block_cap_bind_small_kernels) {
+  sf_occupancy o;
+  cr_assert_eq(sf_occupancy_estimate(90, 1024, 32, 0, &o), SF_OK);
+  cr_expect_eq(o.blocks, 2);
+  cr_expect_str_eq(o.limited_by, "threads");
+  cr_assert_eq(sf_occupancy_estimate(90, 32, 16, 0, &o), SF_OK);
+  cr_expect_eq(o.blocks, 32);
+  cr_expect_str_eq(o.limited_by, "blocks per SM");
+  /* Turing holds half the threads, reserves no shared memory, caps at 16 blocks */
+  cr_assert_eq(sf_occupancy_estimate(75, 256, 64, 16384, &o), SF_OK);
+  cr_expect_eq(o.by_threads, 4);
+  cr_expect_eq(o.by_shared, 4);
+  cr_expect_eq(o.by_registers, 4); /* 2048 registers a warp, 8 warps a block */
+  cr_expect_eq(o.blocks, 4);
+}
+
+Test(occupancy, odd_register_counts_round_up_to_the_allocation_unit) {
+  sf_occupancy o;
+  /* 130 registers: 4160 a warp, allocated as 4352 -> 15 warps of the 65536 -> 3 blocks of 4 warps */
+  cr_assert_eq(sf_occupancy_estimate(80, 128, 130, 0, &o), SF_OK);
+  cr_expect_eq(o.by_registers, 3);
+}
+
+Test(occupancy, unknown_architectures_and_bad_blocks_are_refused) {
+  sf_occupancy o;
+  cr_expect_eq(sf_occupancy_estimate(61, 32, 32, 0, &o), SF_EUNSUPPORTED);
+  cr_expect(strstr(sf_last_error(), "sm_61") != NULL, "%s", sf_last_error());
+  cr_expect_eq(sf_occupancy_estimate(90, 0, 32, 0, &o), SF_EINVAL);
+  cr_expect_eq(sf_occupancy_estimate(90, 2048, 32, 0, &o), SF_EINVAL);
+  cr_expect_eq(sf_occupancy_estimate(90, 32, 300, 0, &o), SF_EINVAL);
+}
