@@ -1,5 +1,5 @@
 """static_waves.py: for each entry of a shipped tuning file, its winner's blocks an SM holds
-(`scanforge compile`'s occupancy line, no GPU needed) and how many waves the entry's own shape
+(`scanforge compile`'s occupancy line for the main kernel: an estimate, no GPU needed) and how many waves the entry's own shape
 fills without segments: blocks = ceil(dim / channels) x batch over blocks an SM x SMs.
 
     python3 bench/static_waves.py [tuning/defaults/nvidia_h100.json] [--arch sm_90] [--sms 132]
@@ -34,7 +34,7 @@ def main():
             spec = (f"op={e['op']},split={w['split']},dstate={e['dstate']},dtype={e['dtype']},threads={w['threads']},"
                     f"items={w['items']},channels={w['channels']},states={w['states']},minblocks={w['minblocks']},{e['flags']}")
             out = subprocess.run([args.scanforge, "compile", spec, "--arch", args.arch], capture_output=True, text=True)
-            m = re.search(r"occupancy\s+(\d+) blocks of \d+ threads an SM, limited by ([a-z ]+?) \(", out.stdout)
+            m = re.search(r"occupancy\s+\S+: (\d+) blocks of \d+ threads an SM, limited by ([A-Za-z ]+?) \(", out.stdout)
             if not m:
                 print(f"{spec}: no occupancy line ({out.stderr.strip() or out.stdout.strip()[-200:]})")
                 continue

@@ -1,7 +1,6 @@
 /* bench_json.c: a row of `scanforge bench --json`: its shape and each pass's numbers. */
 #include "cli/bench_json.h"
 
-#include "cli/bench_table.h"
 #include "cli/scan_common.h"
 
 const char *const bench_pass_key[PASSES] = {"forward", "backward", "backward_deterministic"};

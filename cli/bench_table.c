@@ -3,11 +3,6 @@
 
 #include <stdio.h>
 
-double bench_waves(const sf_launch_shape *s) {
-  const double at_once = (double)s->blocks_per_sm * s->sm_count;
-  return at_once > 0 ? (double)s->blocks / at_once : 0.0;
-}
-
 void bench_table_header(bench_pass p, bool with_det) {
   printf("%s\n", p == PASS_FWD ? "forward" : "backward (every gradient: du, ddelta, dz with z, dA, dB, dC, dD, ddelta_bias)");
   printf("%-20s %-5s %-9s %6s %9s %9s %9s %8s %9s %7s", "shape B,D,L,N", "type", "t/i/c", "waves", "time us", "min us",

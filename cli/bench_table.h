@@ -7,9 +7,6 @@
 #include "cli/bench_rows.h"
 #include "cli/bench_timing.h"
 
-/* The launch's main kernel blocks over what the GPU holds at once (blocks per SM x SMs):
- * 1.0 is one full wave; 1.1 leaves most SMs idle during a second, short one. */
-double bench_waves(const sf_launch_shape *s);
 /* The title and column heads of pass p's table (with_det: the deterministic columns). */
 void bench_table_header(bench_pass p, bool with_det);
 /* The row's line of pass p's table, flushed so that a long run shows each row as it ends. */

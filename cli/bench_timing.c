@@ -78,6 +78,11 @@ typedef struct row_call {
   sf_launch launch;
 } row_call;
 
+double bench_waves(const sf_launch_shape *s) {
+  const double at_once = (double)s->blocks_per_sm * s->sm_count;
+  return at_once > 0 ? (double)s->blocks / at_once : 0.0;
+}
+
 static sf_status run_call(void *user, CUstream stream) {
   row_call *c = user;
   c->launch.stream = stream;

@@ -52,6 +52,10 @@ typedef struct bench_row_result {
 extern const char *bench_launch_spec, *bench_launch_bwd_spec;
 extern bool bench_launch_untuned;
 
+/* The launch's main kernel blocks over what the GPU holds at once (blocks per SM x SMs):
+ * 1.0 is one full wave; 1.1 leaves most SMs idle during a second, short one. */
+double bench_waves(const sf_launch_shape *s);
+
 /* Opens the device, a context and the timer, and sets the exp2 rate; bench_gpu_close
  * releases what was opened (also after a failed open). */
 sf_status bench_gpu_open(bench_gpu *g);

@@ -150,22 +150,24 @@ static void print_bytes_field(const char *name, int value) {
     printf("%-10s unknown\n", name);
 }
 
-/* Blocks of `block_threads` threads an SM of the binary's arch holds, from its registers
- * and shared memory (the module's most demanding kernel: ptxas reports each; the largest
- * are kept), and what limits them. */
-static void print_occupancy(const sf_binary *b, int block_threads) {
+/* Blocks of `block_threads` threads an SM of the binary's arch holds, from the main
+ * kernel's own registers and shared memory (`entry`; the lines above give the module's
+ * largest), and what limits them. */
+static void print_occupancy(const sf_binary *b, const char *entry, int block_threads) {
   sf_occupancy o;
-  if (block_threads <= 0 || b->registers < 0 || b->shared_bytes < 0) return;
-  if (sf_occupancy_estimate(b->arch, block_threads, b->registers, b->shared_bytes, &o) != SF_OK) {
+  int registers, shared;
+  if (block_threads <= 0 || sf_binary_kernel_resources(b, entry, &registers, &shared) != SF_OK) return;
+  if (sf_occupancy_estimate(b->arch, block_threads, registers, shared, &o) != SF_OK) {
     printf("%-10s unknown for sm_%d\n", "occupancy", b->arch);
     return;
   }
-  printf("%-10s %d blocks of %d threads an SM, limited by %s (registers allow %d, shared memory %d, threads %d, the cap %d)\n",
-         "occupancy", o.blocks, block_threads, o.limited_by, o.by_registers, o.by_shared, o.by_threads, o.by_blocks);
+  printf("%-10s %s: %d blocks of %d threads an SM, limited by %s (registers allow %d, shared memory %d, threads %d, the cap %d)\n",
+         "occupancy", entry, o.blocks, block_threads, o.limited_by, o.by_registers, o.by_shared, o.by_threads,
+         o.by_blocks);
 }
 
 static void report(const char *what, const char *template_text, const sf_binary *b, const char *output,
-                   int block_threads) {
+                   const char *entry, int block_threads) {
   printf("%-10s %s\n", "compiled", what);
   if (template_text) printf("%-10s %s\n", "template", template_text);
   printf("%-10s %s_%d\n", "arch", b->is_ptx ? "compute" : "sm", b->arch);
@@ -181,7 +183,7 @@ static void report(const char *what, const char *template_text, const sf_binary 
     printf("%-10s unknown\n", "spills");
   print_bytes_field("shared", b->shared_bytes);
   print_bytes_field("stack", b->stack_bytes);
-  print_occupancy(b, block_threads);
+  if (entry) print_occupancy(b, entry, block_threads);
   printf("%-10s %.1f ms\n", "time", b->compile_ms);
 }
 
@@ -223,7 +225,8 @@ int cmd_compile(int argc, char **argv) {
   if (virtual_arch) want_ptx = 1; /* compute_XY is a virtual architecture: only PTX exists for it */
 
   char what[1024], template_text[4200] = "";
-  int block_threads = 0; /* known for a SPEC: the occupancy line */
+  int block_threads = 0;     /* known for a SPEC: the occupancy line */
+  const char *entry = NULL; /* its main kernel */
   char *source;
   const char *source_name;
   if (source_path) {
@@ -240,6 +243,7 @@ int cmd_compile(int argc, char **argv) {
     if (rc != CLI_OK) return rc;
     source_name = variant.op == SF_OP_FWD ? "scan_fwd.cu" : "scan_bwd.cu";
     block_threads = sf_variant_block_threads(&variant);
+    entry = sf_kernel_name(variant.op);
     cli_describe_template(sf_template_of(&variant), template_text, sizeof template_text);
   }
 
@@ -252,7 +256,7 @@ int cmd_compile(int argc, char **argv) {
   if (show_log || strstr(binary.log, "warning"))
     fprintf(stderr, "%s", binary.log); /* warnings matter to a template author */
   int ok = !output || write_binary(output, &binary);
-  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output, block_threads);
+  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output, entry, block_threads);
   sf_binary_free(&binary);
   return ok ? 0 : 1;
 }

@@ -11,8 +11,8 @@
 /* Copies the $(BYTES) bytes at src (fewer when `valid` elements remain; zeros after) into
  * dst: asynchronously on sm_80 and newer when the row is $(BYTES)-byte aligned and the
  * whole copy lies in the sequence. A partial copy takes the plain loads: cp.async with a
- * shorter source still reads all $(BYTES) bytes, past the end of the tensor (harmless on the
- * hardware, an error to compute-sanitizer's memcheck). */
+ * shorter source becomes one $(BYTES)-byte copy with zero fill, which compute-sanitizer's
+ * memcheck counts as a $(BYTES)-byte read past the end of the tensor. */
 __device__ __forceinline__ void copy_chunk(elem_t *dst, const elem_t *src, int valid, bool aligned) {
 #if __CUDA_ARCH__ >= 800
   if (aligned && valid >= $(EPC)) {

@@ -277,6 +277,25 @@ static void parse_resources(const char *log, sf_binary *out) {
   }
 }
 
+sf_status sf_binary_kernel_resources(const sf_binary *b, const char *entry, int *registers, int *shared_bytes) {
+  char marker[256];
+  snprintf(marker, sizeof marker, "entry function '%s'", entry);
+  const char *line = b && b->log ? strstr(b->log, marker) : NULL;
+  /* the first "Used N registers" line after "Compiling entry function 'X'" is X's */
+  while (line && *line) {
+    size_t length = strcspn(line, "\n");
+    int value;
+    if (number_before(line, length, " registers", &value)) {
+      *registers = value;
+      *shared_bytes = number_before(line, length, " bytes smem", &value) ? value : 0;
+      return SF_OK;
+    }
+    line += length;
+    if (*line == '\n') line++;
+  }
+  return sf_fail(SF_EINVAL, "entry: ptxas reported nothing for kernel '%s'", entry);
+}
+
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

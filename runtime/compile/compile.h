@@ -34,6 +34,10 @@ sf_status sf_compile(const char *source, const char *source_name, int arch, bool
 /* How many times this process has run nvrtcCompileProgram (tests read it to tell a
  * cache hit from a compile). */
 unsigned long sf_compile_count(void);
+/* The registers a thread and static shared bytes a block of one kernel of the module
+ * (`entry`, e.g. "sf_scan_bwd"), from ptxas's report in b->log; SF_EINVAL naming the entry
+ * when the log has no report of it (PTX, or another name). */
+sf_status sf_binary_kernel_resources(const sf_binary *b, const char *entry, int *registers, int *shared_bytes);
 /* Frees what *b owns and zeroes it; NULL or a zeroed binary is fine. */
 void sf_binary_free(sf_binary *b);
 

@@ -1,7 +1,8 @@
 /* occupancy.h: how many blocks of a kernel one SM holds at once, from its threads a block,
- * registers a thread and static shared memory a block, by the architecture's limits (the
- * rules of NVIDIA's occupancy calculator). For `scanforge compile` on a machine without the
- * GPU; with one, the driver's cuOccupancyMaxActiveBlocksPerMultiprocessor says the same. */
+ * registers a thread and static shared memory a block, by the architecture's limits and
+ * the allocation rules of NVIDIA's occupancy calculator. An estimate for `scanforge
+ * compile` on a machine without the GPU; with one, the driver's
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor is the authority (`scanforge bench`). */
 #ifndef SCANFORGE_OCCUPANCY_H
 #define SCANFORGE_OCCUPANCY_H
 
@@ -10,7 +11,7 @@
 typedef struct sf_occupancy {
   int blocks;                /* an SM holds: the least of the four below */
   int by_threads;            /* threads an SM holds / threads a block */
-  int by_registers;          /* the register file, allocated 256 registers a warp at a time */
+  int by_registers;          /* the register file: 256 registers a warp at a time, in 4 sub-partitions */
   int by_shared;             /* shared memory an SM holds / (a block's + what the driver reserves) */
   int by_blocks;             /* the most blocks an SM holds */
   const char *limited_by;    /* "threads", "registers", "shared memory" or "blocks per SM" */

@@ -84,10 +84,12 @@ sf_status sf_scan_fwd_shape(sf_context *ctx, const sf_scan_fwd_args *args, const
                             sf_launch_shape *out) {
   if (!ctx) return sf_fail(SF_EINVAL, "ctx: must not be NULL");
   if (!out) return sf_fail(SF_EINVAL, "out: must not be NULL");
+  if (launch && launch->on_host) return sf_fail(SF_EINVAL, "launch: the shape is a device call's; on_host runs on the CPU");
   const sf_launch none = {0};
   sf_scan_fwd_args resolved;
   sf_status st = sf_scan_fwd_prepare(args, &resolved);
   if (st != SF_OK) return st;
+  if (!sf_scan_fwd_has_work(&resolved)) return *out = (sf_launch_shape){0}, SF_OK; /* launches nothing */
   sf_variant v;
   sf_main_launch plan;
   st = plan_fwd(ctx, &resolved, launch ? launch : &none, &v, &plan);

@@ -19,8 +19,10 @@ sf_status sf_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *args, const
                             sf_launch_shape *out) {
   if (!ctx) return sf_fail(SF_EINVAL, "ctx: must not be NULL");
   if (!out) return sf_fail(SF_EINVAL, "out: must not be NULL");
+  if (launch && launch->on_host) return sf_fail(SF_EINVAL, "launch: the shape is a device call's; on_host runs on the CPU");
   sf_scan_bwd_args resolved;
   sf_status st = sf_scan_bwd_prepare(args, &resolved);
   if (st != SF_OK) return st;
+  if (!sf_scan_bwd_has_work(&resolved)) return *out = (sf_launch_shape){0}, SF_OK; /* launches nothing */
   return sf_gpu_scan_bwd_shape(ctx, &resolved, launch, out);
 }

@@ -115,7 +115,7 @@ Test(cmd_compile, spec_is_generated_and_compiled) {
   cr_assert_eq(run_cli("compile op=fwd,dstate=16,dtype=fp16 --arch sm_80", &out), 0, "%s", out);
   cr_assert_not_null(strstr(out, "dstate=16"), "the canonical spec is not reported: %s", out);
   cr_assert_not_null(strstr(out, "bytes of cubin"), "%s", out);
-  cr_assert_not_null(strstr(out, "occupancy "), "the blocks an SM holds are not reported: %s", out);
+  cr_assert_not_null(strstr(out, "occupancy  sf_scan_fwd: "), "the blocks an SM holds are not reported: %s", out);
   cr_assert_not_null(strstr(out, "threads an SM, limited by "), "%s", out);
   free(out);
 }

@@ -24,7 +24,8 @@ Test(occupancy, the_130m_backward_on_sm_90_is_held_to_7_by_shared_memory) {
 
 Test(occupancy, threads_and_the_block_cap_bind_small_kernels) {
   sf_occupancy o;
-  cr_assert_eq(sf_occupancy_estimate(90, 1024, 32, 0, &o), SF_OK);
+  cr_assert_eq(sf_occupancy_estimate(90, 1024, 16, 0, &o), SF_OK);
+  cr_expect_eq(o.by_registers, 4);
   cr_expect_eq(o.blocks, 2);
   cr_expect_str_eq(o.limited_by, "threads");
   cr_assert_eq(sf_occupancy_estimate(90, 32, 16, 0, &o), SF_OK);
@@ -38,11 +39,28 @@ Test(occupancy, threads_and_the_block_cap_bind_small_kernels) {
   cr_expect_eq(o.blocks, 4);
 }
 
-Test(occupancy, odd_register_counts_round_up_to_the_allocation_unit) {
+/* A warp's registers come from one of four sub-partitions of 16384: 130 registers are 4160
+ * a warp, allocated as 4352, 3 warps a sub-partition -> 12 warps -> 3 blocks of 4 warps. */
+Test(occupancy, registers_round_up_and_fill_four_sub_partitions) {
   sf_occupancy o;
-  /* 130 registers: 4160 a warp, allocated as 4352 -> 15 warps of the 65536 -> 3 blocks of 4 warps */
   cr_assert_eq(sf_occupancy_estimate(80, 128, 130, 0, &o), SF_OK);
   cr_expect_eq(o.by_registers, 3);
+  /* 190 registers: 6144 a warp, 2 a sub-partition -> 8 one-warp blocks (10 if the file were one pool) */
+  cr_assert_eq(sf_occupancy_estimate(90, 32, 190, 0, &o), SF_OK);
+  cr_expect_eq(o.by_registers, 8);
+  /* 106 registers, two warps a block: 3584 a warp, 4 a sub-partition -> 16 warps -> 8 blocks */
+  cr_assert_eq(sf_occupancy_estimate(90, 64, 106, 0, &o), SF_OK);
+  cr_expect_eq(o.by_registers, 8);
+}
+
+/* 9300 bytes a block: 9472 in Turing's 256-byte units, 6 in 64 KB (9344 in 128-byte units
+ * would give 7); sm_90 adds the 1 KB reserve and rounds to 128: 10368, 22 in 228 KB. */
+Test(occupancy, shared_memory_rounds_to_each_architectures_unit) {
+  sf_occupancy o;
+  cr_assert_eq(sf_occupancy_estimate(75, 32, 32, 9300, &o), SF_OK);
+  cr_expect_eq(o.by_shared, 6);
+  cr_assert_eq(sf_occupancy_estimate(90, 32, 32, 9300, &o), SF_OK);
+  cr_expect_eq(o.by_shared, 22);
 }
 
 Test(occupancy, unknown_architectures_and_bad_blocks_are_refused) {

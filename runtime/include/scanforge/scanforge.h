@@ -266,8 +266,9 @@ typedef struct sf_launch_shape {
 } sf_launch_shape;
 
 /* The shape of the device forward call with these arguments (launch may be NULL; its
- * stream is not used). Loads the variant's kernel in the calling thread's CUDA context, as
- * the call would; launches nothing. */
+ * stream is not used; on_host is refused). Loads the variant's kernel in the calling
+ * thread's CUDA context, as the call would; launches nothing. A call with nothing to do
+ * (batch, dim or seqlen 0) has a zeroed shape. */
 sf_status sf_scan_fwd_shape(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch,
                             sf_launch_shape *out);
 
