@@ -177,16 +177,6 @@ sf_status sf_kernel_for_variant(sf_context *ctx, const sf_variant *variant,
   return sf_kernel_for_variant_entry(ctx, variant, sf_kernel_name(variant->op), kernel, origin);
 }
 
-sf_status sf_kernel_ready(sf_context *ctx, const sf_variant *variant, const sf_kernel **kernel, unsigned *block,
-                          const sf_cu **cu) {
-  sf_status st = sf_kernel_for_variant(ctx, variant, kernel, NULL);
-  if (st != SF_OK) return st;
-  *block = (unsigned)sf_variant_block_threads(variant);
-  st = sf_kernel_check_launch(*kernel, *block, 0);
-  if (st != SF_OK) return st;
-  return sf_cu_load(cu);
-}
-
 sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant, const char *entry,
                                       const sf_kernel **kernel, sf_kernel_origin *origin) {
   CUcontext context;

@@ -6,7 +6,6 @@
 
 #include "runtime/cache/cache.h"
 #include "runtime/launch/context.h"
-#include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/kernel_table.h"
 #include "runtime/compile/target.h"
 #include "scanforge/scanforge.h"
@@ -30,9 +29,5 @@ sf_status sf_kernel_for_variant(sf_context *ctx, const sf_variant *variant,
 /* The same for another entry point of the variant's module (e.g. "sf_scan_bwd_finalize"). */
 sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant, const char *entry,
                                       const sf_kernel **kernel, sf_kernel_origin *origin);
-/* What a launch of a variant's main kernel needs: the kernel (sf_kernel_for_variant), its
- * block size checked against what the kernel allows, and the driver. */
-sf_status sf_kernel_ready(sf_context *ctx, const sf_variant *variant, const sf_kernel **kernel, unsigned *block,
-                          const sf_cu **cu);
 
 #endif

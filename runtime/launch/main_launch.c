@@ -1,10 +1,16 @@
 /* main_launch.c: the main kernel's plan (kernel, grid, segments) and the call's shape. */
 #include "runtime/launch/main_launch.h"
 
+#include "runtime/cuda/module.h"
+
 sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen,
                               double max_fill, sf_main_launch *out) {
   *out = (sf_main_launch){0};
-  sf_status st = sf_kernel_ready(ctx, v, &out->kernel, &out->block, &out->cu);
+  sf_status st = sf_kernel_for_variant(ctx, v, &out->kernel, NULL);
+  if (st != SF_OK) return st;
+  out->block = (unsigned)sf_variant_block_threads(v);
+  st = sf_kernel_check_launch(out->kernel, out->block, 0); /* the block the kernel allows */
+  if (st == SF_OK) st = sf_cu_load(&out->cu);
   if (st != SF_OK) return st;
   out->grid_x = (unsigned)((dim + v->channels - 1) / v->channels);
   return sf_plan_segments(ctx, out->kernel, v, (int64_t)out->grid_x * batch, seqlen, max_fill, &out->segments);

@@ -17,7 +17,7 @@ typedef struct sf_main_launch {
   sf_segments segments;
 } sf_main_launch;
 
-/* Loads variant v's kernel and plans its grid for batch x dim channels of seqlen steps;
+/* Loads variant v's kernel, checks its block size against what the kernel allows, and plans its grid for batch x dim channels of seqlen steps;
  * segments when the blocks fill less than max_fill of the GPU (sf_plan_segments). */
 sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen,
                               double max_fill, sf_main_launch *out);

@@ -118,14 +118,9 @@ def test_selective_scan_layer_equals_the_function():
 MIXED = {"mixed_bfloat16": (tf.bfloat16, 3e-2), "mixed_float16": (tf.float16, 5e-3)}
 
 
-def scan_layer_run(policy, fixed_bc, device="/CPU:0"):
-    """SelectiveScan with every optional input (fixed or variable B and C) under `policy`, on
-    `device`: out, last_state and the gradient of every input, as float64 arrays."""
-    with tf.device(device):
-        return _scan_layer_run(policy, fixed_bc)
-
-
-def _scan_layer_run(policy, fixed_bc):
+def scan_layer_run(policy, fixed_bc):
+    """SelectiveScan with every optional input (fixed or variable B and C) under `policy`:
+    out, last_state and the gradient of every input, as float64 arrays."""
     rng = np.random.default_rng(7)
     f = lambda *s: tf.constant(rng.standard_normal(s), tf.float32)
     args = dict(u=f(2, 8, 40), delta=f(2, 8, 40), A=-tf.exp(f(8, 4)),
@@ -153,8 +148,9 @@ def test_selective_scan_layer_under_mixed_policy(policy, fixed_bc, device):
     the layer gives the op float32 for them and low-precision activations, and matches the
     float32 layer in its outputs and every gradient (on each device)."""
     dtype, bar = MIXED[policy]
-    _, ref_out, ref_last, ref_grads = scan_layer_run("float32", fixed_bc, device)
-    out_dtype, out, last, grads = scan_layer_run(policy, fixed_bc, device)
+    with tf.device(device):
+        _, ref_out, ref_last, ref_grads = scan_layer_run("float32", fixed_bc)
+        out_dtype, out, last, grads = scan_layer_run(policy, fixed_bc)
     assert out_dtype == dtype
     assert relerr(out, ref_out) <= bar
     assert relerr(last, ref_last) <= bar
