@@ -34,6 +34,7 @@ memcheck_suite test_bwd_gpu 'bwd_gpu/*_dstate_16' &
 memcheck_suite test_bwd_gpu 'bwd_gpu/launch_configurations' &
 memcheck_suite test_bwd_gpu 'bwd_gpu/split_state_segment_lengths' &
 memcheck_suite test_bwd_gpu 'bwd_gpu/deterministic_mode_is_bitwise_reproducible' &
+memcheck_suite test_bwd_gpu 'bwd_gpu/split_state_pairs' &
 
 # racecheck: one call of each template family (shared memory is where races would be)
 racecheck() { # name, check arguments...
@@ -49,6 +50,7 @@ racecheck fwd_state --shape 2,64,1100,16 "${flags[@]}" --dtype bf16 --spec split
 racecheck bwd_time --shape 2,64,700,16 "${flags[@]}" --backward --d-last-state --dtype fp32 --spec split=time,threads=128,items=4 &
 racecheck bwd_state --shape 2,64,1100,16 "${flags[@]}" --backward --d-last-state --dtype bf16 --spec split=state,threads=8,items=8,channels=8 &
 racecheck bwd_state_det --shape 2,64,700,16 "${flags[@]}" --backward --deterministic --dtype fp32 --spec split=state,threads=4,items=4,channels=16 &
+racecheck bwd_state_pairs --shape 2,64,1100,16 "${flags[@]}" --backward --d-last-state --dtype bf16 --spec split=state,threads=2,items=8,channels=16,pairs=1 &
 racecheck bwd_state_large_n --shape 1,32,600,128 "${flags[@]}" --backward --dtype fp16 --spec split=state,threads=16,items=4,channels=4 &
 
 wait

@@ -22,7 +22,8 @@ void bench_table_row(const bench_row *r, const bench_row_result *res, bench_pass
     fflush(stdout);
     return;
   }
-  snprintf(config, sizeof config, "%d/%d/%d", x->variant.threads, x->variant.items, x->variant.channels);
+  snprintf(config, sizeof config, "%d/%d/%d%s", x->variant.threads, x->variant.items, x->variant.channels,
+           x->variant.pairs ? "p" : ""); /* p: pairs=1, chosen by the launch plan or the spec */
   printf("%-20s %-5s %-9s %6.2f %9.1f %9.1f %9.1f %8.0f %9.1f %7.1f", label, sf_dtype_name(r->dtype), config,
          bench_waves(&x->shape), x->t.median * 1e3, x->t.min * 1e3, x->t.p90 * 1e3, x->bytes / (x->t.median * 1e-3) / 1e9,
          x->floor_ms * 1e3, 100.0 * x->floor_ms / x->t.median);

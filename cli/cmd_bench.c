@@ -35,7 +35,8 @@ static void usage(FILE *out) {
           "forward saved on the same inputs, with a random dout, and writes every gradient\n"
           "(du, ddelta, dz with z, dA, dB, dC, dD, ddelta_bias).\n"
           "\n"
-          "Two tables, forward then backward. Per row: the variant (threads/items/channels),\n"
+          "Two tables, forward then backward. Per row: the variant (threads/items/channels;\n"
+          "a trailing p: the backward's pairs=1, docs/design-pairs.md),\n"
           "its waves (the main kernel's blocks over what the GPU holds at once: blocks an SM\n"
           "x SMs, the driver's occupancy; 1.1 means a second, nearly empty wave; JSON: blocks,\n"
           "blocks_per_sm, sm_count, segments), the time, GB/s, and the floor\n"
@@ -179,6 +180,7 @@ static int parse(int argc, char **argv, bench_options *o) {
   const char *specs[][2] = {{"--spec", bench_launch_spec}, {"--bwd-spec", bench_launch_bwd_spec}};
   for (int i = 0; i < 2; i++) {
     sf_variant v = sf_variant_default();
+    if (i == 1) v.op = SF_OP_BWD, v.split_states = true; /* what --bwd-spec's keys apply to */
     if (specs[i][1] && sf_variant_apply(specs[i][1], &v) != SF_OK) {
       char text[1024];
       snprintf(text, sizeof text, "%s: %s", specs[i][0], sf_last_error());

@@ -204,6 +204,7 @@ static void push_variant(lua_State *L, const sf_variant *v, const char *spec) {
   set_field_bool(L, "B_var", v->B_var);
   set_field_bool(L, "C_var", v->C_var);
   set_field_bool(L, "deterministic", v->deterministic);
+  set_field_bool(L, "pairs", v->pairs);
 }
 
 static sf_status run_template(generation *g, const sf_variant *v, const char *spec, const char *name,

@@ -60,7 +60,18 @@
 @ -- shared memory: the staging (stages, step values, fp32 B and C, copy tasks), which the carry pass uses too, and the sums
 @ local staging_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + converted * N * (TB + 4) * 4
 @   + ((var_rows + CH * (variant.z and 4 or 3)) * (TB // EPC) + BLOCK - 1) // BLOCK * BLOCK * 8 -- copy tasks
-@ local smem_bytes = math.max(staging_bytes + parts * CH * part_slot * 4 + (variant.B_var and CH * red_slot * 4 or 0) + (variant.C_var and CH * red_slot * 4 or 0), 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
+@ -- pairs: neighbouring channels (slots 2k, 2k + 1) add their dB and dC terms with one
+@ -- shuffle before the store; slot 2k keeps the pair's dB, slot 2k + 1 its dC, so one array
+@ -- of the sums' size holds both (half their shared memory, for more blocks an SM).
+@ local pairs = variant.pairs
+@ if pairs and not (variant.B_var and variant.C_var) then
+@   reject("pairs", "pairs=1 adds neighbouring channels' dB and dC terms: it needs B=var and C=var")
+@ end
+@ if pairs and (CH % 2 ~= 0 or LN >= 32) then
+@   reject("pairs", string.format("pairs=1 needs an even number of channels with two or more in a warp, got channels=%d of %d lanes", CH, LN))
+@ end
+@ local red_arrays = pairs and 1 or ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0))
+@ local smem_bytes = math.max(staging_bytes + parts * CH * part_slot * 4 + red_arrays * CH * red_slot * 4, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
 @ if smem_bytes > 48 * 1024 then
 @   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory (its carry pass holds the block's staging twice); at most 49152 allowed", N, CH, TB, smem_bytes))
 @ end
@@ -157,11 +168,15 @@ template <bool CARRY, bool CARRY_STATE> __device__ __forceinline__ void scan_bwd
   __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
   /* each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y) */
   __shared__ __align__(16) float part[$(parts)][$(CH * part_slot)];
-@ if variant.B_var then
+@ if pairs then
+  __shared__ __align__(16) float red_BC[$(CH * red_slot)]; /* a pair's dB terms in its even slot, dC in its odd one */
+@ else
+@   if variant.B_var then
   __shared__ __align__(16) float red_B[$(CH * red_slot)]; /* each channel's dB terms, summed over the block */
-@ end
-@ if variant.C_var then
+@   end
+@   if variant.C_var then
   __shared__ __align__(16) float red_C[$(CH * red_slot)];
+@   end
 @ end
 @ if converted > 0 then
   /* B and C of the block converted to fp32 once, for every channel of the block */
@@ -172,6 +187,9 @@ template <bool CARRY, bool CARRY_STATE> __device__ __forceinline__ void scan_bwd
   const int slot = threadIdx.x / $(LN);
   const int d_raw = blockIdx.x * $(CH) + slot;
   const bool active = d_raw < f.dim;
+@ if pairs then
+  const bool odd_slot = slot & 1; /* of a pair of channels: keeps the pair's dC terms */
+@ end
   const int d = active ? d_raw : f.dim - 1; /* an idle slot mirrors a real channel, stores nothing */
   const int b = blockIdx.y;
   const int L = f.seqlen;
@@ -492,12 +510,18 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
               dA_sum[s] += dt.v[j] * q;
               const float dB_t = dh * dtu.v[j];
               const float dC_t = gv.v[j] * hs[r][i + 1];
-@ if variant.B_var then
+@ if pairs then
+              { /* the pair's other channel: same lane, $(LN) threads away */
+                const float other = __shfl_xor_sync(0xffffffffu, odd_slot ? dB_t : dC_t, $(LN));
+                red_BC[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = (odd_slot ? dC_t : dB_t) + other;
+              }
+@ elseif variant.B_var then
               red_B[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dB_t;
 @ else
               dB_sum[s] += dB_t;
 @ end
-@ if variant.C_var then
+@ if pairs then
+@ elseif variant.C_var then
               red_C[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dC_t;
 @ else
               dC_sum[s] += dC_t;
@@ -528,11 +552,15 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
         if (t < L) {
 @   for _, m in ipairs({ "B", "C" }) do
 @     if variant[m .. "_var"] then
+@       -- with pairs, dB's sums are in the even slots of red_BC and dC's in the odd ones
+@       local array = pairs and "red_BC" or ("red_" .. m)
+@       local first = (pairs and m == "C") and (red_slot .. " + ") or ""
+@       local loop = pairs and string.format("int s = %d; s < %d; s += 2", m == "B" and 2 or 3, CH) or string.format("int s = 1; s < %d; s++", CH)
           if (d$(m)_rows) {
-            float4 sum = *reinterpret_cast<const float4 *>(&red_$(m)[n * $(red_row) + i4]);
+            float4 sum = *reinterpret_cast<const float4 *>(&$(array)[$(first)n * $(red_row) + i4]);
 #pragma unroll
-            for (int s = 1; s < $(CH); s++) {
-              const float4 x = *reinterpret_cast<const float4 *>(&red_$(m)[s * $(red_slot) + n * $(red_row) + i4]);
+            for ($(loop)) {
+              const float4 x = *reinterpret_cast<const float4 *>(&$(array)[s * $(red_slot) + n * $(red_row) + i4]);
               sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
             }
             add4(d$(m)_rows + (long long)n * L + t, sum, rows_of_four, L - t);

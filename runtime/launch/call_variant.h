@@ -9,7 +9,7 @@
 /* The variant of a forward or backward call: op, dtype, dstate and flags from `args`;
  * the launch knobs from the tuning database, else the heuristics (runtime/launch_config/select.h); then
  * launch->spec, which may change the knobs (split, threads, items, channels, states,
- * minblocks) but never the function computed (SF_EINVAL naming the key). */
+ * minblocks, pairs) but never the function computed (SF_EINVAL naming the key). */
 sf_status sf_call_variant(const sf_scan_fwd_args *args, sf_op op, bool deterministic,
                           const sf_launch *launch, sf_variant *out);
 

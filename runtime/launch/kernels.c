@@ -156,7 +156,8 @@ sf_status sf_context_sm_count(sf_context *ctx, int *sm_count) {
 /* ---- loaded kernels --------------------------------------------------------------- */
 
 /* The in-process key of a (variant, target): packed fields, so that the launch path
- * needs neither the generator nor a hash of the source. */
+ * needs neither the generator nor a hash of the source. Every field of sf_variant is in
+ * it (a field left out would hand one variant's kernel to another). */
 static void variant_key(const sf_variant *v, sf_target target, uint8_t key[SF_KERNEL_KEY_BYTES]) {
   uint64_t packed = (uint64_t)v->op | (uint64_t)v->dtype << 1 | (uint64_t)v->dstate << 3 |
                     (uint64_t)v->threads << 12 | (uint64_t)v->items << 23 |
@@ -165,7 +166,7 @@ static void variant_key(const sf_variant *v, sf_target target, uint8_t key[SF_KE
                     (uint64_t)v->softplus << 44 | (uint64_t)v->B_var << 45 |
                     (uint64_t)v->C_var << 46 | (uint64_t)v->deterministic << 47 |
                     (uint64_t)v->states << 48 | (uint64_t)v->split_states << 53 |
-                    (uint64_t)v->min_blocks << 54;
+                    (uint64_t)v->min_blocks << 54 | (uint64_t)v->pairs << 60;
   uint32_t arch = (uint32_t)target.arch | (target.use_ptx ? 1u << 16 : 0u);
   memcpy(key, &packed, 8);
   memcpy(key + 8, &arch, 4);

@@ -108,6 +108,37 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
   return st != SF_OK ? st : freed;
 }
 
+/* Times the GPU fills up with the plan's blocks (the blocks the main kernel runs at once:
+ * its blocks an SM times the SMs). */
+static int64_t plan_waves(const sf_main_launch *plan, int64_t batch, int sm_count) {
+  const int64_t blocks = (int64_t)plan->grid_x * batch * (plan->segments.count > 0 ? plan->segments.count : 1);
+  const int64_t at_once = (int64_t)plan->kernel->blocks_per_sm * sm_count;
+  return at_once > 0 ? (blocks + at_once - 1) / at_once : 0;
+}
+
+/* A launch the runtime chose (no spec) whose blocks spill into one more wave than the
+ * same launch with pairs=1 would need takes pairs=1: half the shared memory of the dB/dC
+ * sums, more blocks an SM, for a shuffle and an add per (t, n) (docs/design-pairs.md). */
+static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
+                           sf_main_launch *plan) {
+  const sf_scan_fwd_args *f = &r->fwd;
+  if (launch->spec || v->pairs || !v->split_states || !v->B_var || !v->C_var || v->channels % 2 != 0 ||
+      v->threads >= 32 || plan->segments.count > 0)
+    return SF_OK;
+  int sm_count = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st != SF_OK) return st;
+  const int64_t waves = plan_waves(plan, f->batch, sm_count);
+  if (waves <= 1) return SF_OK;
+  sf_variant paired = *v;
+  paired.pairs = true;
+  sf_main_launch plan_paired;
+  st = sf_main_launch_plan(ctx, &paired, f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, &plan_paired);
+  if (st != SF_OK) return st;
+  if (plan_waves(&plan_paired, f->batch, sm_count) < waves) *v = paired, *plan = plan_paired;
+  return SF_OK;
+}
+
 /* The variant and the main kernel's plan of a resolved device call. */
 static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
                           sf_main_launch *plan) {
@@ -119,8 +150,9 @@ static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     return sf_fail(SF_EINVAL, "deterministic backward: batch (%lld) must be at most %d",
                    (long long)f->batch, SF_MAX_BATCH_PER_LAUNCH);
   sf_status st = variant_for(r, launch, v);
-  if (st != SF_OK) return st;
-  return sf_main_launch_plan(ctx, v, f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, plan);
+  if (st == SF_OK) st = sf_main_launch_plan(ctx, v, f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, plan);
+  if (st == SF_OK) st = fit_pairs(ctx, r, launch, v, plan);
+  return st;
 }
 
 sf_status sf_gpu_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch,

@@ -88,3 +88,35 @@ Test(generate, template_set_hash_is_stable) {
   cr_assert_eq(sf_template_set_hash(&b), SF_OK);
   cr_expect_eq(a, b);
 }
+
+/* pairs=1 adds neighbouring channels' dB and dC terms: the template refuses it without
+ * variable B and C, with an odd number of channels, or with one channel a warp; where it
+ * is accepted, the source holds one array for both sums instead of two. */
+Test(generate, backward_pairs_need_variable_B_and_C_and_channel_pairs_in_a_warp) {
+  static const char *refused[][2] = {
+      {"op=bwd,split=state,threads=2,items=8,channels=16,states=1,B=fixed,pairs=1", "B=var and C=var"},
+      {"op=bwd,split=state,threads=16,items=8,channels=2,states=1,pairs=1,dstate=16,C=fixed", "B=var and C=var"},
+      {"op=bwd,split=state,threads=32,items=4,channels=2,states=1,dstate=64,pairs=1", "channels=2 of 32 lanes"},
+      {"op=bwd,split=state,threads=32,items=4,channels=1,states=1,dstate=64,pairs=1", "channels=1 of 32 lanes"}};
+  for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+    sf_variant v;
+    cr_assert_eq(sf_variant_parse(refused[k][0], &v), SF_OK, "%s: %s", refused[k][0], sf_last_error());
+    char *source = NULL;
+    size_t length;
+    cr_expect_eq(sf_generate(&v, &source, &length), SF_EINVAL, "%s", refused[k][0]);
+    cr_expect(strstr(sf_last_error(), "variant key 'pairs'") != NULL && strstr(sf_last_error(), refused[k][1]) != NULL,
+              "%s: got: %s", refused[k][0], sf_last_error());
+    cr_expect_null(source);
+  }
+  sf_variant v;
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,threads=2,items=8,channels=16,states=1,pairs=1", &v), SF_OK);
+  char *paired = NULL, *plain = NULL;
+  size_t length;
+  cr_assert_eq(sf_generate(&v, &paired, &length), SF_OK, "%s", sf_last_error());
+  v.pairs = false;
+  cr_assert_eq(sf_generate(&v, &plain, &length), SF_OK, "%s", sf_last_error());
+  cr_expect(strstr(paired, "red_BC[") != NULL && strstr(paired, "red_B[") == NULL && strstr(paired, "__shfl_xor_sync") != NULL);
+  cr_expect(strstr(plain, "red_BC[") == NULL && strstr(plain, "red_B[") != NULL && strstr(plain, "red_C[") != NULL);
+  free(paired);
+  free(plain);
+}

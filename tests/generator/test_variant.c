@@ -62,6 +62,9 @@ Test(variant, every_validation_error_names_key_value_and_allowed) {
   expect_invalid("B=sometimes", "var, fixed");
   expect_invalid("C=", "'C'");
   expect_invalid("deterministic=1", "op=bwd");
+  expect_invalid("pairs=1", "op=bwd with split=state");
+  expect_invalid("op=bwd,split=time,pairs=1", "'pairs'");
+  expect_invalid("op=bwd,split=state,pairs=2", "0 or 1");
   expect_invalid("colour=blue", "unknown key 'colour'");
   expect_invalid("dstate=8,dstate=16", "twice");
   expect_invalid("dstate", "key=value");

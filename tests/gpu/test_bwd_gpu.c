@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/check/check.h"
+#include "runtime/launch/kernels.h"
 #include "scanforge/scanforge.h"
 #include "tests/support/gpu_fixture.h"
 
@@ -263,5 +264,101 @@ Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = gpu_setup, .fi
       if (run == 0) first = r.checksum;
       cr_expect_eq(r.checksum, first, "layout %zu: run %d differs from run 0", k, run);
     }
+  }
+}
+
+/* pairs=1 (neighbouring channels' dB and dC terms added before the block's sums) over
+ * lanes, steps, channels, every dtype, d_state 16 and 64, groups, the deterministic mode
+ * and lengths from one step to several intervals. */
+Test(bwd_gpu, split_state_pairs, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const struct { int dstate; const char *spec; } cases[] = {
+      {16, "split=state,threads=2,items=8,channels=16,states=1,minblocks=8,pairs=1"},
+      {16, "split=state,threads=4,items=4,channels=8,states=1,pairs=1"},
+      {16, "split=state,threads=8,items=8,channels=4,states=2,pairs=1"},
+      {64, "split=state,threads=16,items=4,channels=2,states=2,pairs=1"}};
+  static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
+  static const int64_t lengths[] = {1, 77, 1000};
+  uint64_t seed = 12000;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+      for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        const flag_set *fs = &flag_sets[(k + t + l) % 2]; /* the sets with variable B and C */
+        sf_check_shape shape = {
+            .batch = 2, .dim = 64, .seqlen = lengths[l], .dstate = cases[k].dstate, .groups = fs->groups,
+            .dtype = dtypes[t], .z = fs->z, .D = fs->D, .delta_bias = fs->delta_bias,
+            .softplus = fs->softplus, .h0 = fs->h0, .d_last_state = fs->d_last_state,
+            .deterministic = (k + l) % 4 == 3};
+        sf_launch launch = {.spec = cases[k].spec};
+        sf_check_bwd_result r;
+        sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
+        cr_expect_eq(st, SF_OK, "%s %s L=%lld [%s]: %s", cases[k].spec, sf_dtype_name(dtypes[t]),
+                     (long long)lengths[l], fs->name, sf_last_error());
+        if (st != SF_OK) continue;
+        char errors[512] = "";
+        describe(errors, sizeof errors, &r);
+        cr_expect(r.passed, "%s %s L=%lld [%s]: %s(bar %.0e)", cases[k].spec, sf_dtype_name(dtypes[t]),
+                  (long long)lengths[l], fs->name, errors, r.bar);
+      }
+}
+
+/* Arguments for sf_scan_bwd_shape, which reads sizes and flags and never the tensors. */
+static sf_scan_bwd_args shape_args(const sf_check_shape *c) {
+  static _Alignas(16) float never_read[4];
+  float *x = never_read;
+  return (sf_scan_bwd_args){
+      .fwd = {.batch = c->batch, .dim = c->dim, .seqlen = c->seqlen, .dstate = c->dstate, .groups = c->groups,
+              .dtype = c->dtype, .delta_softplus = c->softplus, .u = x, .delta = x, .A = x, .B = x, .B_var = true,
+              .C = x, .C_var = true, .D = c->D ? x : NULL, .delta_bias = c->delta_bias ? x : NULL,
+              .z = c->z ? x : NULL, .saved_states = x},
+      .dout = x, .du = x, .ddelta = x, .dz = c->z ? x : NULL, .dA = x, .dB = x, .dC = x};
+}
+
+static int64_t shape_waves(const sf_launch_shape *s) {
+  const int64_t at_once = (int64_t)s->blocks_per_sm * s->sm_count;
+  return (s->blocks + at_once - 1) / at_once;
+}
+
+/* Without a spec, the launch plan takes pairs=1 exactly when it needs fewer waves of
+ * blocks than the same launch without; what it then runs is right. The shapes are the
+ * 1024-block training rows (which pair on an H100 and an H200) and the 768-block one. */
+Test(bwd_gpu, pairs_when_fewer_waves, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  /* pairs=1 is a kernel of its own, and it holds more blocks an SM where shared memory
+   * was the limit (the tuned training launch: 32256 bytes a block without, 23808 with) */
+  sf_variant plain;
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dtype=bf16,threads=2,items=8,channels=16,states=1,minblocks=8,z=1,"
+                                "D=1,delta_bias=1,softplus=1", &plain), SF_OK, "%s", sf_last_error());
+  sf_variant with_pairs = plain;
+  with_pairs.pairs = true;
+  const sf_kernel *k_plain, *k_pairs;
+  cr_assert_eq(sf_kernel_for_variant(gpu_ctx, &plain, &k_plain, NULL), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_kernel_for_variant(gpu_ctx, &with_pairs, &k_pairs, NULL), SF_OK, "%s", sf_last_error());
+  cr_expect_neq(k_plain, k_pairs, "pairs=1 got the kernel of pairs=0");
+  cr_expect_gt(k_pairs->blocks_per_sm, k_plain->blocks_per_sm, "blocks an SM: %d with pairs, %d without",
+               k_pairs->blocks_per_sm, k_plain->blocks_per_sm);
+
+  static const struct { int64_t batch, dim; sf_dtype dtype; } rows[] = {
+      {4, 4096, SF_BF16}, {8, 2048, SF_FP32}, {8, 1536, SF_BF16}};
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    sf_check_shape shape = {.batch = rows[k].batch, .dim = rows[k].dim, .seqlen = 64, .dstate = 16, .groups = 1,
+                            .dtype = rows[k].dtype, .z = true, .D = true, .delta_bias = true, .softplus = true};
+    sf_scan_bwd_args args = shape_args(&shape);
+    sf_launch_shape unpaired, paired, chosen;
+    const sf_launch plain_spec = {.spec = "pairs=0"}, paired_spec = {.spec = "pairs=1"};
+    cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, &plain_spec, &unpaired), SF_OK, "%s", sf_last_error());
+    cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
+    if (sf_scan_bwd_shape(gpu_ctx, &args, &paired_spec, &paired) != SF_OK) { /* not a launch that pairs */
+      cr_expect(!chosen.variant.pairs, "row %zu took pairs=1, which its launch refuses", k);
+      continue;
+    }
+    const bool fewer = shape_waves(&paired) < shape_waves(&unpaired);
+    cr_expect_eq(chosen.variant.pairs, fewer, "row %zu: pairs=%d, waves %lld without and %lld with", k,
+                 chosen.variant.pairs, (long long)shape_waves(&unpaired), (long long)shape_waves(&paired));
+    sf_check_bwd_result r;
+    cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &(sf_launch){0}, 13000 + k, &r), SF_OK, "%s", sf_last_error());
+    char errors[512] = "";
+    describe(errors, sizeof errors, &r);
+    cr_expect(r.passed, "row %zu (pairs=%d): %s(bar %.0e)", k, chosen.variant.pairs, errors, r.bar);
   }
 }

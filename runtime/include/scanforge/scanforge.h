@@ -100,6 +100,9 @@ typedef struct sf_variant {
   bool has_z, has_D, has_delta_bias, softplus;
   bool B_var, C_var; /* true: (batch, G, N, L) in T; false: (dim, N) fp32 */
   bool deterministic; /* backward: fixed-order reductions, bitwise reproducible */
+  bool pairs;        /* split=state backward with variable B and C: neighbouring channels
+                        add their dB and dC terms with a shuffle before the block's sums,
+                        which then need half the shared memory (more blocks an SM) */
 } sf_variant;
 
 /* The default variant (every key at its default). */
@@ -304,10 +307,13 @@ sf_status sf_scan_bwd_validate(const sf_scan_bwd_args *args);
  * the tuned or heuristic choice, then launch->spec (threads, items and channels only;
  * threads x items must equal sf_scan_state_interval(seqlen), and with variable B or C,
  * channels must divide dim / groups). Reads only the sizes, the flags, which optional
- * inputs are present and `deterministic`; launch may be NULL. */
+ * inputs are present and `deterministic`; launch may be NULL. Without a spec, the launch
+ * plan may still set pairs=1 when the blocks fit the GPU in fewer waves with it, which
+ * only the device knows: sf_scan_bwd_shape's variant is the one that runs. */
 sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *launch, sf_variant *out);
 
-/* The shape of the device backward call with these arguments (sf_scan_fwd_shape's). */
+/* The shape of the device backward call with these arguments (sf_scan_fwd_shape's); its
+ * variant is the one the call runs, pairs included. */
 sf_status sf_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *args, const sf_launch *launch,
                             sf_launch_shape *out);
 
