@@ -42,10 +42,12 @@ DEVICES = ["/CPU:0"] + (["/GPU:0"] if tf.config.list_physical_devices("GPU") els
 
 
 @pytest.fixture
-def layers_on_cpu():
-    """Keras layers that need matmul or convolution (Dense, Conv1D) run on the CPU on a GPU
-    machine: its TensorFlow may lack cuBLAS and cuDNN (docs/device.md). With
-    SCANFORGE_TEST_GPU_LAYERS=1 (a GPU with the full CUDA libraries) they stay on the GPU."""
+def full_cuda_work_on_cpu():
+    """Work that needs TensorFlow's full CUDA libraries runs on the CPU on a GPU machine:
+    Keras layers with matmul or convolution (Dense, Conv1D: cuBLAS, cuDNN) and XLA's GPU
+    compiler (libdevice, ptxas). The device machine's TensorFlow carries stand-ins for those
+    libraries (docs/device.md); the op itself needs none of them. With
+    SCANFORGE_TEST_GPU_LAYERS=1 (a GPU with the full CUDA libraries) it all stays on the GPU."""
     if len(DEVICES) == 1 or os.environ.get("SCANFORGE_TEST_GPU_LAYERS") == "1":
         yield
         return

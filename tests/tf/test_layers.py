@@ -1,6 +1,6 @@
 """test_layers.py: MambaVisionMixer against a pure-TensorFlow float64 mixer, SelectiveScan, fit, saving.
 SelectiveScan alone runs on the CPU and the GPU; the tests with Dense or Conv1D run on the CPU
-on a GPU machine unless SCANFORGE_TEST_GPU_LAYERS=1 (conftest.layers_on_cpu)."""
+on a GPU machine unless SCANFORGE_TEST_GPU_LAYERS=1 (conftest.full_cuda_work_on_cpu)."""
 import keras
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ from scanforge_tf.layers import MambaVisionMixer, SelectiveScan
 from conftest import DEVICES
 from scan_reference import relerr
 
-pytestmark = pytest.mark.usefixtures("layers_on_cpu")
+pytestmark = pytest.mark.usefixtures("full_cuda_work_on_cpu")
 
 
 def torch_state_dict(rng, d_model, d_state, d_conv, expand):

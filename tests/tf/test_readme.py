@@ -7,7 +7,7 @@ import re
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_readme_example_runs():
+def test_readme_example_runs(full_cuda_work_on_cpu):
     section = README.read_text().split("## TensorFlow", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     assert len(code.strip().splitlines()) <= 10

@@ -47,7 +47,7 @@ def test_scan_in_an_inner_function_of_a_compiled_one_is_refused_too():
         outer(u)
 
 
-def test_graph_without_xla_and_xla_around_the_scan_work():
+def test_graph_without_xla_and_xla_around_the_scan_work(full_cuda_work_on_cpu):
     u, delta, A, B, C = inputs()
     expected = scanforge_tf.selective_scan(2.0 * u, delta, A, B, C)
     doubled = tf.function(lambda x: 2.0 * x, jit_compile=True)  # XLA for the parts around it
@@ -55,7 +55,7 @@ def test_graph_without_xla_and_xla_around_the_scan_work():
     np.testing.assert_allclose(graph(doubled(u)).numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
 
 
-def test_keras_model_asked_for_jit_compile_runs_without_it():
+def test_keras_model_asked_for_jit_compile_runs_without_it(full_cuda_work_on_cpu):
     """The layers set supports_jit = False: Keras warns and trains without XLA."""
     model = keras.Sequential([keras.Input((8, 16)), MambaVisionMixer(16, d_state=4),
                               keras.layers.GlobalAveragePooling1D(), keras.layers.Dense(1)])
