@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "runtime/compile/compile.h"
 #include "runtime/launch/kernels.h"
-#include "runtime/launch_config/heuristics.h"
+#include "runtime/launch_config/default_grid.h"
 
 enum { MAX_TARGETS = 32, MAX_VARIANTS = 4096 };
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "cli/commands.h"
-#include "runtime/launch_config/heuristics.h"
+#include "runtime/launch_config/default_grid.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -11,7 +11,9 @@ static void usage(FILE *out) {
           "Prints the default variant grid, one canonical spec a line: the variants the\n"
           "launch heuristics choose for the reference rows' shapes and MambaVision's, forward\n"
           "and backward, for fp32, fp16 and bf16, d_state 8 and 16, with and without the\n"
-          "gate z.\n"
+          "gate z; the winners of the shipped tuning files made for these templates (what a\n"
+          "tuned GPU runs); and the pairs=1 twin of each backward that can take it (the\n"
+          "launch plan may choose it on the device, docs/design-pairs.md).\n"
           "'scanforge cache warm' compiles this grid ahead of time.\n");
 }
 
@@ -25,9 +27,14 @@ int cmd_variants(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  sf_variant grid[256];
-  int count = sf_default_grid(grid, 256);
-  for (int i = 0; i < count && i < 256; i++) {
+  enum { CAPACITY = 1024 };
+  static sf_variant grid[CAPACITY];
+  int count = sf_default_grid(grid, CAPACITY);
+  if (count > CAPACITY) {
+    fprintf(stderr, "scanforge variants: the grid has %d variants, more than the %d this command holds\n", count, CAPACITY);
+    return 1;
+  }
+  for (int i = 0; i < count; i++) {
     char spec[512];
     sf_variant_format(&grid[i], spec, sizeof spec);
     puts(spec);

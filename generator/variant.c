@@ -157,6 +157,10 @@ sf_status sf_variant_apply(const char *spec, sf_variant *inout) {
 
 int sf_variant_block_threads(const sf_variant *v) { return v->threads * v->channels; }
 
+bool sf_variant_can_pair(const sf_variant *v) {
+  return v->op == SF_OP_BWD && v->split_states && v->B_var && v->C_var && v->channels % 2 == 0 && v->threads < 32;
+}
+
 sf_status sf_variant_validate(const sf_variant *v) {
   if (!v) return sf_fail(SF_EINVAL, "sf_variant_validate: variant must not be NULL");
   if (v->op != SF_OP_FWD && v->op != SF_OP_BWD)

@@ -122,9 +122,7 @@ static int64_t plan_waves(const sf_main_launch *plan, int64_t batch, int sm_coun
 static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
                            sf_main_launch *plan) {
   const sf_scan_fwd_args *f = &r->fwd;
-  if (launch->spec || v->pairs || !v->split_states || !v->B_var || !v->C_var || v->channels % 2 != 0 ||
-      v->threads >= 32 || plan->segments.count > 0)
-    return SF_OK;
+  if (launch->spec || v->pairs || !sf_variant_can_pair(v) || plan->segments.count > 0) return SF_OK;
   int sm_count = 0;
   sf_status st = sf_context_sm_count(ctx, &sm_count);
   if (st != SF_OK) return st;

@@ -1,4 +1,4 @@
-/* heuristics.c: launch configurations by sequence length, and the default variant grid. */
+/* heuristics.c: launch configurations by sequence length. */
 #include "runtime/launch_config/heuristics.h"
 
 #include <string.h>
@@ -226,47 +226,4 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   v->threads = threads;
   v->items = items;
   v->channels = channels;
-}
-
-static bool same_variant(const sf_variant *a, const sf_variant *b) {
-  char sa[512], sb[512];
-  sf_variant_format(a, sa, sizeof sa);
-  sf_variant_format(b, sb, sizeof sb);
-  return strcmp(sa, sb) == 0;
-}
-
-/* Adds v unless the grid has it already. */
-static void add_unique(sf_variant *variants, int capacity, int *count, const sf_variant *v) {
-  for (int i = 0; i < *count && i < capacity; i++)
-    if (same_variant(&variants[i], v)) return;
-  if (*count < capacity) variants[*count] = *v;
-  (*count)++;
-}
-
-int sf_default_grid(sf_variant *variants, int capacity) {
-  static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
-  static const int dstates[] = {8, 16};
-  /* (batch, dim, L) covering every heuristic branch: MambaVision stages, Mamba. */
-  static const int64_t shapes[][3] = {{64, 320, 49},   {64, 160, 196},  {16, 64, 256},
-                                      {1, 256, 1024},  {8, 1536, 2048}, {64, 160, 100},
-                                      {4, 16, 64},     {1, 1536, 16384}};
-  int count = 0;
-  for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
-    for (size_t s = 0; s < sizeof dstates / sizeof dstates[0]; s++)
-      for (int gated = 0; gated <= 1; gated++)
-        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-          for (int op = SF_OP_FWD; op <= SF_OP_BWD; op++) {
-            sf_variant v = sf_variant_default();
-            v.op = (sf_op)op;
-            v.dtype = dtypes[t];
-            v.dstate = dstates[s];
-            v.has_z = gated;
-            v.has_D = v.has_delta_bias = v.softplus = true;
-            if (op == SF_OP_FWD)
-              sf_heuristic_configure(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
-            else
-              sf_heuristic_configure_bwd(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
-            add_unique(variants, capacity, &count, &v);
-          }
-  return count;
 }

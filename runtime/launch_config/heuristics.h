@@ -15,9 +15,4 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
  * block's channels share their B and C rows. */
 void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen);
 
-/* The default variant grid: the variants the heuristics pick for the shapes of
- * docs/perf.md and MambaVision, without duplicates. Writes up to `capacity` variants
- * and returns how many there are. */
-int sf_default_grid(sf_variant *variants, int capacity);
-
 #endif

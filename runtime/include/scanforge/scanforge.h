@@ -116,6 +116,9 @@ sf_status sf_variant_apply(const char *spec, sf_variant *inout);
 sf_status sf_variant_validate(const sf_variant *v);
 /* Threads of one block of the variant's kernel (threads x channels). */
 int sf_variant_block_threads(const sf_variant *v);
+/* True when pairs=1 can apply to the variant's knobs: a split=state backward with variable
+ * B and C, an even number of channels and fewer than 32 lanes (two channels a warp or more). */
+bool sf_variant_can_pair(const sf_variant *v);
 /* Writes the canonical spec (every key, fixed order); returns the length it needs,
  * like snprintf. */
 int sf_variant_format(const sf_variant *v, char *buf, size_t cap);

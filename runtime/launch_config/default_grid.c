@@ -1,0 +1,85 @@
+/* default_grid.c: the variants compiled ahead of time: the heuristics' choices, the shipped
+ * tuning winners and their pairs=1 twins. */
+#include "runtime/launch_config/default_grid.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/template_set.h"
+#include "runtime/launch_config/defaults.h"
+#include "runtime/launch_config/heuristics.h"
+
+static bool same_variant(const sf_variant *a, const sf_variant *b) {
+  char sa[512], sb[512];
+  sf_variant_format(a, sa, sizeof sa);
+  sf_variant_format(b, sb, sizeof sb);
+  return strcmp(sa, sb) == 0;
+}
+
+/* Adds v unless the grid has it already. */
+static void add_unique(sf_variant *variants, int capacity, int *count, const sf_variant *v) {
+  for (int i = 0; i < *count && i < capacity; i++)
+    if (same_variant(&variants[i], v)) return;
+  if (*count < capacity) variants[*count] = *v;
+  (*count)++;
+}
+
+static void add_heuristic_choices(sf_variant *variants, int capacity, int *count) {
+  static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
+  static const int dstates[] = {8, 16};
+  /* (batch, dim, L) covering every heuristic branch: MambaVision stages, Mamba. */
+  static const int64_t shapes[][3] = {{64, 320, 49},   {64, 160, 196},  {16, 64, 256},
+                                      {1, 256, 1024},  {8, 1536, 2048}, {64, 160, 100},
+                                      {4, 16, 64},     {1, 1536, 16384}};
+  for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+    for (size_t s = 0; s < sizeof dstates / sizeof dstates[0]; s++)
+      for (int gated = 0; gated <= 1; gated++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+          for (int op = SF_OP_FWD; op <= SF_OP_BWD; op++) {
+            sf_variant v = sf_variant_default();
+            v.op = (sf_op)op;
+            v.dtype = dtypes[t];
+            v.dstate = dstates[s];
+            v.has_z = gated;
+            v.has_D = v.has_delta_bias = v.softplus = true;
+            if (op == SF_OP_FWD)
+              sf_heuristic_configure(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
+            else
+              sf_heuristic_configure_bwd(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
+            add_unique(variants, capacity, count, &v);
+          }
+}
+
+/* The shipped winners measured with this template set (the lookup skips the others). */
+static void add_shipped_winners(sf_variant *variants, int capacity, int *count) {
+  uint64_t hash = 0;
+  if (sf_template_set_hash(&hash) != SF_OK) return;
+  char templates[24];
+  snprintf(templates, sizeof templates, "%016" PRIx64, hash);
+  sf_tune_db db;
+  char *warning = NULL;
+  sf_status st = sf_tune_defaults_load(&db, &warning);
+  free(warning);
+  if (st != SF_OK) return;
+  for (int s = 0; s < db.count; s++) {
+    if (strcmp(db.sections[s].gpu.templates, templates) != 0) continue;
+    for (int e = 0; e < db.sections[s].count; e++) add_unique(variants, capacity, count, &db.sections[s].entries[e].variant);
+  }
+  sf_tune_db_free(&db);
+}
+
+int sf_default_grid(sf_variant *variants, int capacity) {
+  int count = 0;
+  add_heuristic_choices(variants, capacity, &count);
+  add_shipped_winners(variants, capacity, &count);
+  const int chosen = count < capacity ? count : capacity;
+  for (int i = 0; i < chosen; i++) {
+    if (!sf_variant_can_pair(&variants[i])) continue;
+    sf_variant twin = variants[i];
+    twin.pairs = true;
+    add_unique(variants, capacity, &count, &twin);
+  }
+  return count;
+}
