@@ -147,8 +147,8 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     Returns out (batch, dim, L) in u's dtype, or (out, last_state) with last_state
     (batch, dim, N) float32 when return_last_state. Differentiable in every tensor input.
     deterministic: the gradient's sums in a fixed order on the GPU (bitwise reproducible,
-    about 1.1-1.2x the time); also on whenever tf.config.experimental.enable_op_determinism
-    is.
+    about 1.1-1.4x the backward's time); also on whenever
+    tf.config.experimental.enable_op_determinism is.
     Bad inputs raise InvalidArgumentError naming the argument. Inside a function compiled
     with XLA (jit_compile=True) it raises UnimplementedError: the op has no XLA kernel.
     """
