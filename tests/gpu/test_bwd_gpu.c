@@ -108,34 +108,25 @@ Test(bwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
   }
 }
 
-/* The split=state template over its knobs, every dtype, d_state 1 to 128, every flag set
- * and lengths from 1 step to several intervals with a ragged end (and one of 100k steps):
- * 16-bit rows of 4 steps (8-byte copies), 1 to 8 states interleaved per pass, lanes from
- * 1 to 32. */
-Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
-  gpu_skip_without_device();
-  static const struct { int dstate; const char *spec; } cases[] = {
-      {1, "split=state,threads=1,items=4,channels=32"},
-      {5, "split=state,threads=1,items=8,channels=32,states=5"},
-      {16, "split=state,threads=4,items=4,channels=8,states=1"},
-      {16, "split=state,threads=8,items=8,channels=4,states=2"},
-      {16, "split=state,threads=16,items=4,channels=4,states=1"},
-      {16, "split=state,threads=2,items=4,channels=16,states=4"},
-      {16, "split=state,threads=8,items=8,channels=8,states=2"},
-      {64, "split=state,threads=16,items=4,channels=2,states=2"},
-      {128, "split=state,threads=32,items=4,channels=1,states=4"}};
+typedef struct spec_case {
+  int dstate;
+  const char *spec;
+} spec_case;
+
+/* Each case on (2, 64, L) in every dtype at L = 1, 77 and 1000, the first `sets` flag sets
+ * taken in turn; with det_every > 0, every det_every-th call in the deterministic mode. */
+static void check_spec_cases(const spec_case *cases, size_t count, size_t sets, size_t det_every, uint64_t seed) {
   static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
   static const int64_t lengths[] = {1, 77, 1000};
-  uint64_t seed = 777;
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+  for (size_t k = 0; k < count; k++)
     for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
       for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
-        const flag_set *fs = &flag_sets[(k + t + l) % (sizeof flag_sets / sizeof flag_sets[0])];
+        const flag_set *fs = &flag_sets[(k + t + l) % sets];
         sf_check_shape shape = {
             .batch = 2, .dim = 64, .seqlen = lengths[l], .dstate = cases[k].dstate, .groups = fs->groups,
             .dtype = dtypes[t], .z = fs->z, .D = fs->D, .delta_bias = fs->delta_bias,
             .softplus = fs->softplus, .B_fixed = fs->B_fixed, .C_fixed = fs->C_fixed, .h0 = fs->h0,
-            .d_last_state = fs->d_last_state};
+            .d_last_state = fs->d_last_state, .deterministic = det_every > 0 && (k + l) % det_every == det_every - 1};
         sf_launch launch = {.spec = cases[k].spec};
         sf_check_bwd_result r;
         sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
@@ -147,6 +138,27 @@ Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardow
         cr_expect(r.passed, "%s %s L=%lld [%s]: %s(bar %.0e)", cases[k].spec, sf_dtype_name(dtypes[t]),
                   (long long)lengths[l], fs->name, errors, r.bar);
       }
+}
+
+/* The split=state template over its knobs, every dtype, d_state 1 to 128, every flag set
+ * and lengths from 1 step to several intervals with a ragged end (and one of 100k steps):
+ * 16-bit rows of 4 steps (8-byte copies), 1 to 8 states interleaved per pass, lanes from
+ * 1 to 32. */
+Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
+  gpu_skip_without_device();
+  static const spec_case cases[] = {
+      {1, "split=state,threads=1,items=4,channels=32"},
+      {5, "split=state,threads=1,items=8,channels=32,states=5"},
+      {16, "split=state,threads=4,items=4,channels=8,states=1"},
+      {16, "split=state,threads=8,items=8,channels=4,states=2"},
+      {16, "split=state,threads=16,items=4,channels=4,states=1"},
+      {16, "split=state,threads=2,items=4,channels=16,states=4"},
+      {16, "split=state,threads=8,items=8,channels=8,states=2"},
+      {64, "split=state,threads=16,items=4,channels=2,states=2"},
+      {128, "split=state,threads=32,items=4,channels=1,states=4"}};
+  check_spec_cases(cases, sizeof cases / sizeof cases[0], sizeof flag_sets / sizeof flag_sets[0], 0, 777);
+  static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
+  uint64_t seed = 900;
   /* Fixed B and C, 40 channels: the last block's slots past dim idle. */
   for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
     sf_check_shape shape = {.batch = 2, .dim = 40, .seqlen = 300, .dstate = 16, .groups = 1,
@@ -272,34 +284,12 @@ Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = gpu_setup, .fi
  * and lengths from one step to several intervals. */
 Test(bwd_gpu, split_state_pairs, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
   gpu_skip_without_device();
-  static const struct { int dstate; const char *spec; } cases[] = {
+  static const spec_case cases[] = {
       {16, "split=state,threads=2,items=8,channels=16,states=1,minblocks=8,pairs=1"},
       {16, "split=state,threads=4,items=4,channels=8,states=1,pairs=1"},
       {16, "split=state,threads=8,items=8,channels=4,states=2,pairs=1"},
       {64, "split=state,threads=16,items=4,channels=2,states=2,pairs=1"}};
-  static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
-  static const int64_t lengths[] = {1, 77, 1000};
-  uint64_t seed = 12000;
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
-      for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
-        const flag_set *fs = &flag_sets[(k + t + l) % 2]; /* the sets with variable B and C */
-        sf_check_shape shape = {
-            .batch = 2, .dim = 64, .seqlen = lengths[l], .dstate = cases[k].dstate, .groups = fs->groups,
-            .dtype = dtypes[t], .z = fs->z, .D = fs->D, .delta_bias = fs->delta_bias,
-            .softplus = fs->softplus, .h0 = fs->h0, .d_last_state = fs->d_last_state,
-            .deterministic = (k + l) % 4 == 3};
-        sf_launch launch = {.spec = cases[k].spec};
-        sf_check_bwd_result r;
-        sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
-        cr_expect_eq(st, SF_OK, "%s %s L=%lld [%s]: %s", cases[k].spec, sf_dtype_name(dtypes[t]),
-                     (long long)lengths[l], fs->name, sf_last_error());
-        if (st != SF_OK) continue;
-        char errors[512] = "";
-        describe(errors, sizeof errors, &r);
-        cr_expect(r.passed, "%s %s L=%lld [%s]: %s(bar %.0e)", cases[k].spec, sf_dtype_name(dtypes[t]),
-                  (long long)lengths[l], fs->name, errors, r.bar);
-      }
+  check_spec_cases(cases, sizeof cases / sizeof cases[0], 2, 4, 12000); /* flag sets 0, 1: variable B and C */
 }
 
 /* Arguments for sf_scan_bwd_shape, which reads sizes and flags and never the tensors. */
