@@ -2,11 +2,15 @@
  * without a GPU (load it with SCANFORGE_CUDA_LIBRARY). It defines the entry points that
  * runtime/cuda/cuda_driver.c resolves, under the names cuda.h maps them to. Device memory is
  * host memory (allocations above 64 MiB fail, so a bandwidth probe stays small), kernels
- * do nothing, events read the host's clock, one device: "Fake GPU", cc 9.0, 132 SMs.
+ * do nothing, events read the host's clock, one device: "Fake GPU", cc 9.0, 132 SMs. A
+ * function's static shared memory is read from its cubin's ELF sections, and the blocks an
+ * SM holds follow from it as on an H100 (228 KiB an SM, 1 KiB reserved a block); registers
+ * are not counted.
  * Nothing it "computes" means anything: only that calls were made in a valid order with
  * valid arguments. $FAKE_CUDA_REPORT set: launches and live allocations printed at exit. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cuda.h>
+#include <elf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,11 +99,43 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
 }
 CUresult CUDAAPI cuCtxSynchronize(void) { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 
-/* A module is a small allocation; its one function is the module itself. */
+/* A module: the functions asked for, with the static shared memory of each in its cubin. */
+enum { MAX_FUNCTIONS = 8 };
+typedef struct fake_function {
+  char name[128];
+  int shared_bytes;
+} fake_function;
+typedef struct fake_module {
+  int count;
+  fake_function functions[MAX_FUNCTIONS];
+  char shared_names[MAX_FUNCTIONS][128]; /* ".nv.shared.<kernel>" sections: kernel and size */
+  int shared_sizes[MAX_FUNCTIONS], shared_count;
+} fake_module;
+
+/* The sizes of the ".nv.shared.<kernel>" sections of an ELF64 cubin (a PTX image has none). */
+static void read_shared_sections(const unsigned char *image, fake_module *m) {
+  if (memcmp(image, ELFMAG, SELFMAG) != 0 || image[EI_CLASS] != ELFCLASS64) return;
+  Elf64_Ehdr header; /* copied out: the image need not be aligned */
+  memcpy(&header, image, sizeof header);
+  Elf64_Shdr names;
+  memcpy(&names, image + header.e_shoff + (size_t)header.e_shstrndx * sizeof names, sizeof names);
+  for (int i = 0; i < header.e_shnum && m->shared_count < MAX_FUNCTIONS; i++) {
+    Elf64_Shdr section;
+    memcpy(&section, image + header.e_shoff + (size_t)i * sizeof section, sizeof section);
+    const char *name = (const char *)image + names.sh_offset + section.sh_name;
+    if (strncmp(name, ".nv.shared.", 11) != 0) continue;
+    snprintf(m->shared_names[m->shared_count], sizeof m->shared_names[0], "%s", name + 11);
+    m->shared_sizes[m->shared_count++] = (int)section.sh_size;
+  }
+}
+
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
   if (!image) return CUDA_ERROR_INVALID_VALUE;
-  *module = malloc(16);
-  return *module ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  fake_module *m = calloc(1, sizeof *m);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  read_shared_sections(image, m);
+  *module = (CUmodule)m;
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count, CUjit_option *options,
                                     void **values) {
@@ -112,7 +148,15 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
 }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
   if (!module || !name) return CUDA_ERROR_INVALID_VALUE;
-  *function = (CUfunction)module;
+  fake_module *m = (fake_module *)module;
+  for (int i = 0; i < m->count; i++)
+    if (strcmp(m->functions[i].name, name) == 0) return *function = (CUfunction)&m->functions[i], CUDA_SUCCESS;
+  if (m->count == MAX_FUNCTIONS) return CUDA_ERROR_OUT_OF_MEMORY;
+  fake_function *f = &m->functions[m->count++];
+  snprintf(f->name, sizeof f->name, "%s", name);
+  for (int i = 0; i < m->shared_count; i++)
+    if (strcmp(m->shared_names[i], name) == 0) f->shared_bytes = m->shared_sizes[i];
+  *function = (CUfunction)f;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction function) {
@@ -121,6 +165,7 @@ CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, 
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 64; break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 90; break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = function ? ((fake_function *)function)->shared_bytes : 0; break;
     default: *value = 0; break;
   }
   return function ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -131,9 +176,11 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute at
 }
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction function, int block_size,
                                                              size_t dynamic_shared) {
-  (void)dynamic_shared;
   if (!blocks || !function || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
-  *blocks = 2048 / block_size < 32 ? 2048 / block_size : 32;
+  const int by_threads = 2048 / block_size;
+  const int by_shared = (228 << 10) / (((fake_function *)function)->shared_bytes + (int)dynamic_shared + 1024);
+  *blocks = by_threads < by_shared ? by_threads : by_shared;
+  if (*blocks > 32) *blocks = 32;
   return CUDA_SUCCESS;
 }
 /* Launches are checked against the limits of a real GPU, then counted. */

@@ -1,0 +1,56 @@
+/* test_launch_plan_fake.c: the backward's launch plan on the pretend driver (tests/fake_cuda/),
+ * whose blocks an SM follow the kernels' static shared memory as on an H100: pairs=1 is
+ * chosen exactly when it needs fewer waves, and only without a launch spec. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "scanforge/scanforge.h"
+
+static sf_context *ctx;
+static char cache_dir[] = "/tmp/sf_plan_fake_XXXXXX";
+
+static void setup(void) {
+  setenv("SCANFORGE_CUDA_LIBRARY", SCANFORGE_FAKE_CUDA_PATH, 1);
+  cr_assert_not_null(mkdtemp(cache_dir));
+  setenv("SCANFORGE_CACHE_DIR", cache_dir, 1);
+  setenv("SCANFORGE_TUNING_DB", "/nonexistent/no-tuning.json", 1); /* the heuristics decide */
+  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
+}
+
+static void teardown(void) { sf_context_destroy(ctx); }
+
+/* A bf16 gated training call of (batch, dim, 2048, 16); its tensors are never read. */
+static sf_scan_bwd_args training_call(int64_t batch, int64_t dim) {
+  static _Alignas(16) float never_read[4];
+  float *x = never_read;
+  return (sf_scan_bwd_args){
+      .fwd = {.batch = batch, .dim = dim, .seqlen = 2048, .dstate = 16, .groups = 1, .dtype = SF_BF16,
+              .delta_softplus = true, .u = x, .delta = x, .A = x, .B = x, .B_var = true, .C = x, .C_var = true,
+              .D = x, .delta_bias = x, .z = x, .saved_states = x},
+      .dout = x, .du = x, .ddelta = x, .dz = x, .dA = x, .dB = x, .dC = x};
+}
+
+static int64_t waves(const sf_launch_shape *s) {
+  const int64_t at_once = (int64_t)s->blocks_per_sm * s->sm_count;
+  return (s->blocks + at_once - 1) / at_once;
+}
+
+Test(launch_plan_fake, pairs_only_when_they_save_a_wave, .init = setup, .fini = teardown, .timeout = 300) {
+  static const struct { int64_t batch, dim; bool pairs; } calls[] = {
+      {4, 4096, true},   /* 1024 blocks: a second wave without pairs, one with */
+      {8, 1536, false}}; /* 768 blocks: one wave either way */
+  for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+    sf_scan_bwd_args args = training_call(calls[k].batch, calls[k].dim);
+    sf_launch_shape chosen, plain, paired;
+    cr_assert_eq(sf_scan_bwd_shape(ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
+    cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "pairs=0"}, &plain), SF_OK, "%s", sf_last_error());
+    cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "pairs=1"}, &paired), SF_OK, "%s", sf_last_error());
+    cr_expect(!plain.variant.pairs && paired.variant.pairs, "a spec is run as written");
+    cr_expect_gt(paired.blocks_per_sm, plain.blocks_per_sm, "half the sums' shared memory: more blocks an SM");
+    cr_expect_eq(chosen.variant.pairs, waves(&paired) < waves(&plain), "row %zu: %lld waves without, %lld with", k,
+                 (long long)waves(&plain), (long long)waves(&paired));
+    cr_expect_eq(chosen.variant.pairs, calls[k].pairs, "row %zu", k);
+    cr_expect_eq(chosen.blocks_per_sm, (chosen.variant.pairs ? paired : plain).blocks_per_sm);
+  }
+}
