@@ -139,7 +139,11 @@ int cache_warm(sf_cache *cache, const char *arch_list, const char *grid, int job
   int n_variants = 0;
   if (!grid || strcmp(grid, "default") == 0) {
     n_variants = sf_default_grid(variants, MAX_VARIANTS);
-    if (n_variants > MAX_VARIANTS) n_variants = MAX_VARIANTS;
+    if (n_variants < 0 || n_variants > MAX_VARIANTS) {
+      free(variants);
+      return n_variants < 0 ? cli_fail("cache warm", "out of memory")
+                            : cli_fail("cache warm", "the default grid has more variants than it can hold");
+    }
   } else if ((rc = read_grid(grid, variants, &n_variants))) {
     free(variants);
     return rc;

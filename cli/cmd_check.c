@@ -212,9 +212,14 @@ static bool load_kernel(sf_context *ctx, const check_options *o) {
   printf("kernel       %s in %.1f ms (%d registers)\n", cli_origin_text(origin), cli_now_ms() - t0,
          kernel->registers);
   if (o->backward) { /* the backward's variant is not in its result: say it here */
+    sf_variant runs = v;
+    if (cli_check_bwd_run_variant(ctx, &o->shape, o->spec, &runs) != SF_OK) {
+      cli_fail("check", "cannot plan the backward's launch");
+      return false;
+    }
     char text[512];
-    sf_variant_format(&v, text, sizeof text);
-    printf("variant      %s\n", text);
+    sf_variant_format(&runs, text, sizeof text);
+    printf("variant      %s%s\n", text, runs.pairs && !v.pairs ? " (the launch plan took pairs=1: fewer waves)" : "");
   }
   return true;
 }

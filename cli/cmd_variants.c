@@ -30,6 +30,10 @@ int cmd_variants(int argc, char **argv) {
   enum { CAPACITY = 1024 };
   static sf_variant grid[CAPACITY];
   int count = sf_default_grid(grid, CAPACITY);
+  if (count < 0) {
+    fprintf(stderr, "scanforge variants: out of memory\n");
+    return 1;
+  }
   if (count > CAPACITY) {
     fprintf(stderr, "scanforge variants: the grid has %d variants, more than the %d this command holds\n", count, CAPACITY);
     return 1;

@@ -90,6 +90,24 @@ sf_status cli_check_bwd_variant(const sf_check_shape *s, const char *spec, sf_va
   return st;
 }
 
+sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *s, const char *spec, sf_variant *inout) {
+  static _Alignas(16) float never_read[4]; /* the shape reads sizes and flags, never tensors */
+  float *x = never_read;
+  sf_scan_bwd_args args = {
+      .fwd = {.batch = s->batch, .dim = s->dim, .seqlen = s->seqlen, .dstate = s->dstate,
+              .groups = s->groups, .dtype = s->dtype, .delta_softplus = s->softplus, .u = x, .delta = x, .A = x,
+              .B = x, .B_var = !s->B_fixed, .C = x, .C_var = !s->C_fixed, .D = s->D ? x : NULL,
+              .delta_bias = s->delta_bias ? x : NULL, .z = s->z ? x : NULL, .h0 = s->h0 ? x : NULL,
+              .saved_states = x},
+      .dout = x, .du = x, .ddelta = x, .dz = s->z ? x : NULL, .dA = x, .dB = x, .dC = x,
+      .deterministic = s->deterministic};
+  sf_launch launch = {.spec = spec};
+  sf_launch_shape shape;
+  sf_status st = sf_scan_bwd_shape(ctx, &args, &launch, &shape);
+  if (st == SF_OK && shape.blocks > 0) *inout = shape.variant;
+  return st;
+}
+
 const char *cli_origin_text(sf_kernel_origin origin) {
   switch (origin) {
     case SF_KERNEL_LOADED: return "already loaded in this process";

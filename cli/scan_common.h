@@ -28,6 +28,9 @@ sf_status cli_check_variant(const sf_check_shape *shape, const char *spec, sf_va
 /* The variant a device backward check of this shape runs (spec may be NULL), validated:
  * threads x items must equal sf_scan_state_interval(L). */
 sf_status cli_check_bwd_variant(const sf_check_shape *shape, const char *spec, sf_variant *out);
+/* On the device: the variant the launch plan runs for that check (it may fit the launch to
+ * the GPU with pairs=1: docs/design-pairs.md); *inout is left alone when nothing runs. */
+sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *shape, const char *spec, sf_variant *inout);
 
 /* "compiled by NVRTC", "read from the disk cache", ... */
 const char *cli_origin_text(sf_kernel_origin origin);

@@ -2,6 +2,7 @@
 #include "runtime/launch/scan_bwd_gpu.h"
 
 #include <limits.h>
+#include <stdint.h>
 
 #include "runtime/launch/call_variant.h"
 #include "runtime/launch/main_launch.h"
@@ -109,11 +110,11 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
 }
 
 /* Times the GPU fills up with the plan's blocks (the blocks the main kernel runs at once:
- * its blocks an SM times the SMs). */
+ * its blocks an SM times the SMs); INT64_MAX when the occupancy is unknown. */
 static int64_t plan_waves(const sf_main_launch *plan, int64_t batch, int sm_count) {
   const int64_t blocks = (int64_t)plan->grid_x * batch * (plan->segments.count > 0 ? plan->segments.count : 1);
   const int64_t at_once = (int64_t)plan->kernel->blocks_per_sm * sm_count;
-  return at_once > 0 ? (blocks + at_once - 1) / at_once : 0;
+  return at_once > 0 ? (blocks + at_once - 1) / at_once : INT64_MAX;
 }
 
 /* A launch the runtime chose (no spec) whose blocks spill into one more wave than the
@@ -127,13 +128,17 @@ static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
   sf_status st = sf_context_sm_count(ctx, &sm_count);
   if (st != SF_OK) return st;
   const int64_t waves = plan_waves(plan, f->batch, sm_count);
-  if (waves <= 1) return SF_OK;
+  if (waves <= 1 || waves == INT64_MAX) return SF_OK;
   sf_variant paired = *v;
   paired.pairs = true;
   sf_main_launch plan_paired;
-  st = sf_main_launch_plan(ctx, &paired, f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, &plan_paired);
-  if (st != SF_OK) return st;
-  if (plan_waves(&plan_paired, f->batch, sm_count) < waves) *v = paired, *plan = plan_paired;
+  /* the twin is an option: if it cannot be planned (compiled, loaded), the call runs as planned */
+  if (sf_main_launch_plan(ctx, &paired, f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, &plan_paired) != SF_OK) {
+    sf_clear_error();
+    return SF_OK;
+  }
+  if (plan_paired.segments.count == 0 && plan_waves(&plan_paired, f->batch, sm_count) < waves)
+    *v = paired, *plan = plan_paired;
   return SF_OK;
 }
 

@@ -18,15 +18,30 @@ static bool same_variant(const sf_variant *a, const sf_variant *b) {
   return strcmp(sa, sb) == 0;
 }
 
+/* The grid while it is built: grows as needed, so the count is exact. */
+typedef struct grid {
+  sf_variant *variants;
+  int count, capacity;
+  bool out_of_memory;
+} grid;
+
 /* Adds v unless the grid has it already. */
-static void add_unique(sf_variant *variants, int capacity, int *count, const sf_variant *v) {
-  for (int i = 0; i < *count && i < capacity; i++)
-    if (same_variant(&variants[i], v)) return;
-  if (*count < capacity) variants[*count] = *v;
-  (*count)++;
+static void add_unique(grid *g, const sf_variant *v) {
+  for (int i = 0; i < g->count; i++)
+    if (same_variant(&g->variants[i], v)) return;
+  if (g->count == g->capacity) {
+    int capacity = g->capacity ? 2 * g->capacity : 256;
+    sf_variant *grown = realloc(g->variants, (size_t)capacity * sizeof *grown);
+    if (!grown) {
+      g->out_of_memory = true;
+      return;
+    }
+    g->variants = grown, g->capacity = capacity;
+  }
+  g->variants[g->count++] = *v;
 }
 
-static void add_heuristic_choices(sf_variant *variants, int capacity, int *count) {
+static void add_heuristic_choices(grid *g) {
   static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
   static const int dstates[] = {8, 16};
   /* (batch, dim, L) covering every heuristic branch: MambaVision stages, Mamba. */
@@ -48,12 +63,12 @@ static void add_heuristic_choices(sf_variant *variants, int capacity, int *count
               sf_heuristic_configure(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
             else
               sf_heuristic_configure_bwd(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
-            add_unique(variants, capacity, count, &v);
+            add_unique(g, &v);
           }
 }
 
 /* The shipped winners measured with this template set (the lookup skips the others). */
-static void add_shipped_winners(sf_variant *variants, int capacity, int *count) {
+static void add_shipped_winners(grid *g) {
   uint64_t hash = 0;
   if (sf_template_set_hash(&hash) != SF_OK) return;
   char templates[24];
@@ -65,21 +80,27 @@ static void add_shipped_winners(sf_variant *variants, int capacity, int *count) 
   if (st != SF_OK) return;
   for (int s = 0; s < db.count; s++) {
     if (strcmp(db.sections[s].gpu.templates, templates) != 0) continue;
-    for (int e = 0; e < db.sections[s].count; e++) add_unique(variants, capacity, count, &db.sections[s].entries[e].variant);
+    for (int e = 0; e < db.sections[s].count; e++) add_unique(g, &db.sections[s].entries[e].variant);
   }
   sf_tune_db_free(&db);
 }
 
 int sf_default_grid(sf_variant *variants, int capacity) {
-  int count = 0;
-  add_heuristic_choices(variants, capacity, &count);
-  add_shipped_winners(variants, capacity, &count);
-  const int chosen = count < capacity ? count : capacity;
+  grid g = {0};
+  add_heuristic_choices(&g);
+  add_shipped_winners(&g);
+  const int chosen = g.count;
   for (int i = 0; i < chosen; i++) {
-    if (!sf_variant_can_pair(&variants[i])) continue;
-    sf_variant twin = variants[i];
+    if (!sf_variant_can_pair(&g.variants[i])) continue;
+    sf_variant twin = g.variants[i];
     twin.pairs = true;
-    add_unique(variants, capacity, &count, &twin);
+    add_unique(&g, &twin);
   }
-  return count;
+  if (g.out_of_memory) {
+    free(g.variants);
+    return -1;
+  }
+  for (int i = 0; i < g.count && i < capacity; i++) variants[i] = g.variants[i];
+  free(g.variants);
+  return g.count;
 }

@@ -9,7 +9,8 @@
  * for the current template set (what a tuned GPU runs); and the pairs=1 twin of every
  * backward that may take it (the launch plan chooses it by waves on the device:
  * docs/design-pairs.md). So a cache warmed with it serves those calls with no compile.
- * Writes up to `capacity` variants and returns how many there are. */
+ * Writes up to `capacity` variants and returns how many there are (more than capacity:
+ * some were left out), or -1 when out of memory. */
 int sf_default_grid(sf_variant *variants, int capacity);
 
 #endif

@@ -6,13 +6,14 @@
 #include <stdlib.h>
 
 #include "scanforge/scanforge.h"
+#include "tests/support/temp_dir.h"
 
 static sf_context *ctx;
-static char cache_dir[] = "/tmp/sf_plan_fake_XXXXXX";
 
 static void setup(void) {
   setenv("SCANFORGE_CUDA_LIBRARY", SCANFORGE_FAKE_CUDA_PATH, 1);
-  cr_assert_not_null(mkdtemp(cache_dir));
+  const char *cache_dir = scratch_dir("sf_plan_fake_"); /* removed when the test's process exits */
+  cr_assert_not_null(cache_dir);
   setenv("SCANFORGE_CACHE_DIR", cache_dir, 1);
   setenv("SCANFORGE_TUNING_DB", "/nonexistent/no-tuning.json", 1); /* the heuristics decide */
   cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
