@@ -60,40 +60,12 @@ bool cli_gpu_available(char *why, size_t cap) {
   return true;
 }
 
-sf_status cli_check_variant(const sf_check_shape *s, const char *spec, sf_variant *out) {
-  /* The variant depends on which optional inputs are present, not on where they are. */
-  static const float present = 0;
-  sf_scan_fwd_args args = {
-      .batch = s->batch, .dim = s->dim, .seqlen = s->seqlen, .dstate = s->dstate,
-      .groups = s->groups, .dtype = s->dtype, .delta_softplus = s->softplus,
-      .B_var = !s->B_fixed, .C_var = !s->C_fixed,
-      .D = s->D ? &present : NULL, .delta_bias = s->delta_bias ? &present : NULL,
-      .z = s->z ? &present : NULL};
-  sf_launch launch = {.spec = spec};
-  sf_status st = sf_scan_fwd_variant(&args, &launch, out);
-  if (st == SF_OK) st = sf_variant_validate(out);
-  return st;
-}
-
-sf_status cli_check_bwd_variant(const sf_check_shape *s, const char *spec, sf_variant *out) {
-  static const float present = 0;
-  sf_scan_bwd_args args = {
-      .fwd = {.batch = s->batch, .dim = s->dim, .seqlen = s->seqlen, .dstate = s->dstate,
-              .groups = s->groups, .dtype = s->dtype, .delta_softplus = s->softplus,
-              .B_var = !s->B_fixed, .C_var = !s->C_fixed,
-              .D = s->D ? &present : NULL, .delta_bias = s->delta_bias ? &present : NULL,
-              .z = s->z ? &present : NULL, .h0 = s->h0 ? &present : NULL},
-      .deterministic = s->deterministic};
-  sf_launch launch = {.spec = spec};
-  sf_status st = sf_scan_bwd_variant(&args, &launch, out);
-  if (st == SF_OK) st = sf_variant_validate(out);
-  return st;
-}
-
-sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *s, const char *spec, sf_variant *inout) {
-  static _Alignas(16) float never_read[4]; /* the shape reads sizes and flags, never tensors */
+/* A backward call of the check's shape (its .fwd the forward's) for the variant and shape
+ * queries, which read sizes, flags and which optional inputs are present, never the tensors. */
+static sf_scan_bwd_args query_args(const sf_check_shape *s) {
+  static _Alignas(16) float never_read[4];
   float *x = never_read;
-  sf_scan_bwd_args args = {
+  return (sf_scan_bwd_args){
       .fwd = {.batch = s->batch, .dim = s->dim, .seqlen = s->seqlen, .dstate = s->dstate,
               .groups = s->groups, .dtype = s->dtype, .delta_softplus = s->softplus, .u = x, .delta = x, .A = x,
               .B = x, .B_var = !s->B_fixed, .C = x, .C_var = !s->C_fixed, .D = s->D ? x : NULL,
@@ -101,6 +73,26 @@ sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *s, co
               .saved_states = x},
       .dout = x, .du = x, .ddelta = x, .dz = s->z ? x : NULL, .dA = x, .dB = x, .dC = x,
       .deterministic = s->deterministic};
+}
+
+sf_status cli_check_variant(const sf_check_shape *s, const char *spec, sf_variant *out) {
+  sf_scan_fwd_args args = query_args(s).fwd;
+  sf_launch launch = {.spec = spec};
+  sf_status st = sf_scan_fwd_variant(&args, &launch, out);
+  if (st == SF_OK) st = sf_variant_validate(out);
+  return st;
+}
+
+sf_status cli_check_bwd_variant(const sf_check_shape *s, const char *spec, sf_variant *out) {
+  sf_scan_bwd_args args = query_args(s);
+  sf_launch launch = {.spec = spec};
+  sf_status st = sf_scan_bwd_variant(&args, &launch, out);
+  if (st == SF_OK) st = sf_variant_validate(out);
+  return st;
+}
+
+sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *s, const char *spec, sf_variant *inout) {
+  sf_scan_bwd_args args = query_args(s);
   sf_launch launch = {.spec = spec};
   sf_launch_shape shape;
   sf_status st = sf_scan_bwd_shape(ctx, &args, &launch, &shape);

@@ -16,6 +16,10 @@ sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, int64_t batc
   return sf_plan_segments(ctx, out->kernel, v, (int64_t)out->grid_x * batch, seqlen, max_fill, &out->segments);
 }
 
+int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch) {
+  return (int64_t)plan->grid_x * batch * (plan->segments.count > 0 ? plan->segments.count : 1);
+}
+
 sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_main_launch *plan, int64_t batch,
                                sf_launch_shape *out) {
   int sm_count = 0;
@@ -23,7 +27,7 @@ sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_ma
   if (st != SF_OK) return st;
   *out = (sf_launch_shape){
       .variant = *v,
-      .blocks = (int64_t)plan->grid_x * batch * (plan->segments.count > 0 ? plan->segments.count : 1),
+      .blocks = sf_main_launch_blocks(plan, batch),
       .blocks_per_sm = plan->kernel->blocks_per_sm,
       .sm_count = sm_count,
       .segments = plan->segments.count,

@@ -22,6 +22,9 @@ typedef struct sf_main_launch {
 sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen,
                               double max_fill, sf_main_launch *out);
 
+/* Blocks the plan launches over batch rows: channel blocks x rows x segments. */
+int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch);
+
 /* The call's shape for sf_scan_{fwd,bwd}_shape, from its plan. */
 sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_main_launch *plan, int64_t batch,
                                sf_launch_shape *out);

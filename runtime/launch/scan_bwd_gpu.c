@@ -112,7 +112,7 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
 /* Times the GPU fills up with the plan's blocks (the blocks the main kernel runs at once:
  * its blocks an SM times the SMs); INT64_MAX when the occupancy is unknown. */
 static int64_t plan_waves(const sf_main_launch *plan, int64_t batch, int sm_count) {
-  const int64_t blocks = (int64_t)plan->grid_x * batch * (plan->segments.count > 0 ? plan->segments.count : 1);
+  const int64_t blocks = sf_main_launch_blocks(plan, batch);
   const int64_t at_once = (int64_t)plan->kernel->blocks_per_sm * sm_count;
   return at_once > 0 ? (blocks + at_once - 1) / at_once : INT64_MAX;
 }
