@@ -7,6 +7,8 @@
 #        (default rows: every regime's file under bench/)
 # With SIDE_BY_SIDE_UNTUNED=1 scanforge also runs each file with --untuned (the heuristics
 # alone, no tuning database) and a second table compares that run with the same anchor times.
+# With SIDE_BY_SIDE_BLOCK_STATES=1 the same again with --block-states (the forward saves
+# every backward block's starting state: docs/design-block-states.md).
 set -u
 anchor=$1; logs=$2; shift 2
 rows=("$@")
@@ -23,6 +25,9 @@ for r in "${rows[@]}"; do
   [ "${SIDE_BY_SIDE_UNTUNED:-0}" = 1 ] &&
     timeout 150 scanforge bench --untuned --rows "$r" --json "$logs/sf_untuned_$name.json" $extra \
       > "$logs/sf_untuned_$name.log" 2>&1
+  [ "${SIDE_BY_SIDE_BLOCK_STATES:-0}" = 1 ] &&
+    timeout 150 scanforge bench --block-states --rows "$r" --json "$logs/sf_block_$name.json" $extra \
+      > "$logs/sf_block_$name.log" 2>&1
 done
 wait $build
 for r in "${rows[@]}"; do
@@ -34,5 +39,9 @@ for r in "${rows[@]}"; do
   if [ "${SIDE_BY_SIDE_UNTUNED:-0}" = 1 ]; then
     echo "== $r, scanforge --untuned"
     python3 "$anchor/compare.py" "$logs/sf_untuned_$name.json" "$logs/anchor_$name.json"
+  fi
+  if [ "${SIDE_BY_SIDE_BLOCK_STATES:-0}" = 1 ]; then
+    echo "== $r, scanforge --block-states"
+    python3 "$anchor/compare.py" "$logs/sf_block_$name.json" "$logs/anchor_$name.json"
   fi
 done

@@ -61,6 +61,18 @@ sf_measure_shape bench_row_shape(const bench_row *r, bool backward) {
  * max_sets: more than the launches would never be read). */
 sf_status bench_buffers_alloc(bench_gpu *g, const bench_row *r, bool backward, int max_sets, sf_measure_sets *b) {
   sf_measure_shape shape = bench_row_shape(r, backward);
+  sf_status st = sf_measure_sets_alloc(g->cu, &shape, WORKING_SET_BYTES, max_sets, b);
+  if (st != SF_OK || !bench_block_states) return st;
+  /* --block-states: the interval the row's backward wants (known from its variant, which
+   * the sets' arguments give), then the sets again with that many saved states */
+  sf_scan_bwd_args args = sf_measure_bwd_args(b, 0);
+  const sf_launch launch = {.spec = bench_launch_bwd_spec, .untuned = bench_launch_untuned};
+  sf_variant v;
+  st = sf_scan_bwd_variant(&args, &launch, &v);
+  if (st != SF_OK) return sf_measure_sets_free(g->cu, b), st;
+  shape.state_interval = sf_scan_bwd_block_interval(&v, r->seqlen);
+  if (shape.state_interval == sf_scan_state_interval(r->seqlen)) return SF_OK;
+  sf_measure_sets_free(g->cu, b);
   return sf_measure_sets_alloc(g->cu, &shape, WORKING_SET_BYTES, max_sets, b);
 }
 
@@ -69,6 +81,8 @@ sf_status bench_buffers_alloc(bench_gpu *g, const bench_row *r, bool backward, i
 const char *bench_launch_spec, *bench_launch_bwd_spec;
 /* --untuned: the heuristics choose, the tuning database is not read. */
 bool bench_launch_untuned;
+/* --block-states: forwards save every block's starting state for the backward. */
+bool bench_block_states;
 
 /* One call to time: a forward or a backward on input set `set`. */
 typedef struct row_call {

@@ -51,6 +51,9 @@ typedef struct bench_row_result {
  * choice) and --untuned (the heuristics alone, the tuning database not read). */
 extern const char *bench_launch_spec, *bench_launch_bwd_spec;
 extern bool bench_launch_untuned;
+/* --block-states: every row's forward saves a state at the start of each of its backward's
+ * blocks (sf_scan_bwd_block_interval; docs/design-block-states.md), timed forward included. */
+extern bool bench_block_states;
 
 /* The launch's main kernel blocks over what the GPU holds at once (blocks per SM x SMs):
  * 1.0 is one full wave; 1.1 leaves most SMs idle during a second, short one. */

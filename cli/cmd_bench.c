@@ -25,6 +25,7 @@ static void usage(FILE *out) {
           "usage: scanforge bench [--rows FILE] [--dtype LIST] [--json FILE] [--reps N] [--warmup N]\n"
           "                       [--forward-only | --backward-only] [--deterministic]\n"
           "                       [--spec SPEC] [--bwd-spec SPEC] [--tuned | --untuned] [--keep-pool]\n"
+          "                       [--block-states]\n"
           "\n"
           "Times the forward and the backward selective scan on the GPU: random inputs rotated\n"
           "through enough copies that the working set exceeds 128 MiB (so the L2 cache does\n"
@@ -74,6 +75,11 @@ static void usage(FILE *out) {
           "                   call's workspace (segment carries, deterministic partial sums)\n"
           "                   never waits for the driver to map memory: an experiment, to\n"
           "                   compare with the default\n"
+          "  --block-states   the training mode: the forward saves the state at the start of\n"
+          "                   each of the backward's blocks (every `items` steps of its\n"
+          "                   variant), so the backward recomputes no states before a block;\n"
+          "                   more memory (N x 4 / items bytes per step and channel), a\n"
+          "                   slower forward, a faster backward (docs/design-block-states.md)\n"
           "  --reps N         timed launches per row and pass (default 50)\n"
           "  --warmup N       untimed launches per row and pass first (default 10)\n"
           "  -h, --help       this text\n"
@@ -125,7 +131,7 @@ typedef struct bench_options {
 static int parse(int argc, char **argv, bench_options *o) {
   enum {
     OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP, OPT_SPEC, OPT_BWD_SPEC, OPT_TUNED, OPT_UNTUNED,
-    OPT_FORWARD_ONLY, OPT_BACKWARD_ONLY, OPT_DETERMINISTIC, OPT_KEEP_POOL
+    OPT_FORWARD_ONLY, OPT_BACKWARD_ONLY, OPT_DETERMINISTIC, OPT_KEEP_POOL, OPT_BLOCK_STATES
   };
   static const struct option options[] = {
       {"rows", required_argument, NULL, OPT_ROWS}, {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -137,6 +143,7 @@ static int parse(int argc, char **argv, bench_options *o) {
       {"backward-only", no_argument, NULL, OPT_BACKWARD_ONLY},
       {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
       {"keep-pool", no_argument, NULL, OPT_KEEP_POOL},
+      {"block-states", no_argument, NULL, OPT_BLOCK_STATES},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -151,6 +158,7 @@ static int parse(int argc, char **argv, bench_options *o) {
       case OPT_BACKWARD_ONLY: backward_only = true; break;
       case OPT_DETERMINISTIC: o->deterministic = true; break;
       case OPT_KEEP_POOL: o->keep_pool = true; break;
+      case OPT_BLOCK_STATES: bench_block_states = true; break;
       case OPT_DTYPE:
         if (!parse_dtypes(optarg, o->dtypes, &o->ndtypes))
           return usage_error("--dtype: expected a comma-separated list of distinct fp32, fp16, bf16, got '%s'", optarg);
@@ -223,6 +231,8 @@ static void print_device(const bench_gpu *g, const bench_options *o, size_t copy
          : o->forward              ? "forward (--forward-only)"
                                    : "backward on a forward's saved states, dout random (--backward-only)",
          o->deterministic ? "\n                   and the backward's deterministic mode (--deterministic)" : "");
+  printf("saved states       %s\n", bench_block_states ? "at every backward block's start (--block-states)"
+                                                        : "every state interval (the default: 64-512 steps by L)");
   json_t *device = json_object();
   json_object_set_new(device, "name", json_string(g->info.name));
   json_object_set_new(device, "cc", json_integer(g->info.cc_major * 10 + g->info.cc_minor));
@@ -241,6 +251,7 @@ static void print_device(const bench_gpu *g, const bench_options *o, size_t copy
   json_object_set_new(root, "spin_kernel", json_boolean(g->timer.spin != NULL));
   json_object_set_new(root, "tuned", json_boolean(!bench_launch_untuned && !bench_launch_spec));
   json_object_set_new(root, "untuned", json_boolean(bench_launch_untuned));
+  json_object_set_new(root, "block_states", json_boolean(bench_block_states));
   json_object_set_new(root, "keep_pool", json_boolean(o->keep_pool));
   if (bench_launch_spec) json_object_set_new(root, "spec", json_string(bench_launch_spec));
   if (bench_launch_bwd_spec) json_object_set_new(root, "bwd_spec", json_string(bench_launch_bwd_spec));

@@ -19,6 +19,7 @@ static void usage(FILE *out) {
           "                       [--device gpu|cpu] [--z] [--D] [--delta-bias] [--softplus]\n"
           "                       [--fixed-B] [--fixed-C] [--h0] [--spec SPEC] [--seed S]\n"
           "                       [--threads N] [--backward [--d-last-state] [--deterministic]]\n"
+          "                       [--state-interval K|block]\n"
           "\n"
           "Runs the forward selective scan once on fresh random inputs (outputs poisoned with\n"
           "NaN first) and compares out, last_state and the saved states (what the backward\n"
@@ -58,6 +59,10 @@ static void usage(FILE *out) {
           "  --deterministic        backward: the bitwise-reproducible mode (fixed-order sums);\n"
           "                         the backward runs twice and both runs must give the same\n"
           "                         bits (the CPU path always sums in a fixed order)\n"
+          "  --state-interval K     steps between the states the forward saves: a power of two\n"
+          "                         from 4 to the default interval of L; 'block' (with\n"
+          "                         --backward): at every backward block's start, as a\n"
+          "                         training forward saves them (docs/design-block-states.md)\n"
           "  -h, --help             this text\n"
           "\n"
           "examples:\n"
@@ -90,7 +95,7 @@ static int parse(int argc, char **argv, check_options *o) {
   enum {
     OPT_SHAPE = 256, OPT_GROUPS, OPT_DTYPE, OPT_DEVICE, OPT_Z, OPT_D, OPT_BIAS, OPT_SOFTPLUS,
     OPT_FIXED_B, OPT_FIXED_C, OPT_H0, OPT_SPEC, OPT_SEED, OPT_THREADS, OPT_BACKWARD,
-    OPT_D_LAST, OPT_DETERMINISTIC
+    OPT_D_LAST, OPT_DETERMINISTIC, OPT_STATE_INTERVAL
   };
   static const struct option options[] = {
       {"shape", required_argument, NULL, OPT_SHAPE},   {"groups", required_argument, NULL, OPT_GROUPS},
@@ -102,9 +107,10 @@ static int parse(int argc, char **argv, check_options *o) {
       {"seed", required_argument, NULL, OPT_SEED},     {"threads", required_argument, NULL, OPT_THREADS},
       {"backward", no_argument, NULL, OPT_BACKWARD},   {"d-last-state", no_argument, NULL, OPT_D_LAST},
       {"deterministic", no_argument, NULL, OPT_DETERMINISTIC}, {"help", no_argument, NULL, 'h'},
+      {"state-interval", required_argument, NULL, OPT_STATE_INTERVAL},
       {NULL, 0, NULL, 0},
   };
-  const char *shape_text = NULL;
+  const char *shape_text = NULL, *interval_text = NULL;
   long long groups = 1, value;
   sf_check_shape *s = &o->shape;
   optind = 1;
@@ -147,6 +153,12 @@ static int parse(int argc, char **argv, check_options *o) {
       case OPT_BACKWARD: o->backward = true; break;
       case OPT_D_LAST: s->d_last_state = true; break;
       case OPT_DETERMINISTIC: s->deterministic = true; break;
+      case OPT_STATE_INTERVAL:
+        interval_text = optarg;
+        if (strcmp(optarg, "block") != 0 && !cli_parse_positive(optarg, 512, &value))
+          return usage_error("--state-interval: expected 'block' or a power of two from 4 to 512, got '%s'", optarg);
+        s->state_interval = strcmp(optarg, "block") == 0 ? 0 : value;
+        break;
       case 'h': usage(stdout); return 0;
       case ':': return usage_error("missing the value of %s", argv[optind - 1]);
       default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -177,6 +189,13 @@ static int parse(int argc, char **argv, check_options *o) {
     return usage_error("--d-last-state: %s", "a cotangent of the backward: give --backward too");
   if (!o->backward && s->deterministic)
     return usage_error("--deterministic: %s", "a mode of the backward: give --backward too");
+  if (interval_text && strcmp(interval_text, "block") == 0) {
+    if (!o->backward)
+      return usage_error("--state-interval: %s", "'block' is the interval of the backward's blocks: give --backward too");
+    sf_variant v;
+    if (cli_check_bwd_variant(s, o->spec, &v) != SF_OK) return usage_error("--state-interval: %s", sf_last_error());
+    s->state_interval = sf_scan_bwd_block_interval(&v, s->seqlen);
+  }
   if (o->spec) { /* a bad spec is a usage error, found before anything runs */
     sf_variant v;
     sf_status st = o->backward ? cli_check_bwd_variant(s, o->spec, &v) : cli_check_variant(s, o->spec, &v);

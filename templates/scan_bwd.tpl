@@ -231,7 +231,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
         before_a = before_a * pre_a;
       }
 @ end
-      const float h_start = c > 0 ? saved_row[(long long)(c - 1) * $(N) + n] : (f.h0 ? f.h0[state_row + n] : 0.f);
+      /* the state before the chunk: saved state c * chunk / interval - 1 (the interval divides the chunk) */
+      const float h_start = c > 0 ? saved_row[(long long)(c * ($(K) / f.state_interval) - 1) * $(N) + n] : (f.h0 ? f.h0[state_row + n] : 0.f);
       {
         float h = before_a * h_start + before_x;
 #pragma unroll

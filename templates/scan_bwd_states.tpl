@@ -365,8 +365,12 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
    * or, once the carries were measured, this block's segment alone. Its adjoint past its
    * end is then what the later segments hand back (sf_scan_bwd_combine left it). */
   const bool parallel = f.carry_decay != 0;
-  const int chunk = parallel ? f.segment : K;
-  const int c_last = parallel ? (int)blockIdx.z : f.nsaved - 1, c_first = parallel ? (int)blockIdx.z : 0;
+  /* With an interval of at most items steps every block's starting state was saved
+   * (docs/design-block-states.md): the blocks then run last to first in one pass over the
+   * sequence (or the segment), nothing recomputed before them. */
+  const bool block_states = K <= $(TB);
+  const int chunk = parallel ? f.segment : block_states ? L : K;
+  const int c_last = parallel ? (int)blockIdx.z : block_states ? 0 : f.nsaved - 1, c_first = parallel ? (int)blockIdx.z : 0;
   if (parallel) {
 #pragma unroll
     for (int s = 0; s < $(S); s++) e[s] = p.carry_adjoint[(state_row / $(N) * f.nsegments + c_last) * $(N) + lane + s * $(LN)];
@@ -374,55 +378,57 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
   for (int c = c_last; c >= c_first; c--) {
     const int i0 = c * chunk;
     const int blocks = (min(i0 + chunk, L) - i0 + $(TB - 1)) / $(TB);
-    const int interval = i0 / K; /* the saved state before it ends interval - 1 */
-    float h[$(S)];
+    if (!block_states) { /* the interval's start, then a forward pass through it for each block's start */
+      const int interval = i0 / K; /* the saved state before it ends interval - 1 */
+      float h[$(S)];
 #pragma unroll
-    for (int s = 0; s < $(S); s++)
-      h[s] = interval > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + interval - 1) * $(N) + lane + s * $(LN)]
-                          : (f.h0 ? f.h0[state_row + lane + s * $(LN)] : 0.f);
-    if (parallel) { /* then the earlier segments of the interval hand it on (7 at most with segments of 64 or more: not unrolled) */
+      for (int s = 0; s < $(S); s++)
+        h[s] = interval > 0 ? f.saved_states[(state_row / $(N) * f.nsaved + interval - 1) * $(N) + lane + s * $(LN)]
+                            : (f.h0 ? f.h0[state_row + lane + s * $(LN)] : 0.f);
+      if (parallel) { /* then the earlier segments of the interval hand it on (7 at most with segments of 64 or more: not unrolled) */
 #pragma unroll 1
-      for (int j = interval * (K / chunk); j < c; j++) {
+        for (int j = interval * K / chunk; j < c; j++) {
 #pragma unroll
-        for (int s = 0; s < $(S); s++) {
-          const long long at = (state_row / $(N) * f.nsegments + j) * $(N) + lane + s * $(LN);
-          h[s] = f.carry_decay[at] * h[s] + f.carry_state[at];
+          for (int s = 0; s < $(S); s++) {
+            const long long at = (state_row / $(N) * f.nsegments + j) * $(N) + lane + s * $(LN);
+            h[s] = f.carry_decay[at] * h[s] + f.carry_state[at];
+          }
         }
       }
-    }
 
-    /* Forward through the interval: the state at each block's start. */
-    if (blocks > 1) fetch(i0, 0, false);
-    copies_commit();
-    for (int k = 0; k < blocks - 1; k++) {
-#pragma unroll
-      for (int s = 0; s < $(S); s++) checkpoint[k][s] = h[s];
-      const int t0 = i0 + k * $(TB);
-      if (k + 2 < blocks) fetch(t0 + $(TB), (k + 1) & 1, false);
+      /* Forward through the interval: the state at each block's start. */
+      if (blocks > 1) fetch(i0, 0, false);
       copies_commit();
-      copies_wait_previous();
-      __syncthreads();
-      const stage_t &st = stages[k & 1];
-      convert(st, false);
-      my_steps(st, t0, false);
-      __syncthreads();
+      for (int k = 0; k < blocks - 1; k++) {
 #pragma unroll
-      for (int i4 = 0; i4 < $(TB); i4 += 4) {
-        const four dt = load4(&steps[0][slot][i4]), dtu = load4(&steps[1][slot][i4]);
+        for (int s = 0; s < $(S); s++) checkpoint[k][s] = h[s];
+        const int t0 = i0 + k * $(TB);
+        if (k + 2 < blocks) fetch(t0 + $(TB), (k + 1) & 1, false);
+        copies_commit();
+        copies_wait_previous();
+        __syncthreads();
+        const stage_t &st = stages[k & 1];
+        convert(st, false);
+        my_steps(st, t0, false);
+        __syncthreads();
 #pragma unroll
-        for (int s = 0; s < $(S); s++) {
+        for (int i4 = 0; i4 < $(TB); i4 += 4) {
+          const four dt = load4(&steps[0][slot][i4]), dtu = load4(&steps[1][slot][i4]);
+#pragma unroll
+          for (int s = 0; s < $(S); s++) {
 @ if variant.B_var then
-          const four Bq = load4($(row_of("B")) + i4);
+            const four Bq = load4($(row_of("B")) + i4);
 @ end
 #pragma unroll
-          for (int j = 0; j < 4; j++)
-            h[s] = exp2f(dt.v[j] * A2[s]) * h[s] + dtu.v[j] * $(variant.B_var and "Bq.v[j]" or "B_fixed[s]");
+            for (int j = 0; j < 4; j++)
+              h[s] = exp2f(dt.v[j] * A2[s]) * h[s] + dtu.v[j] * $(variant.B_var and "Bq.v[j]" or "B_fixed[s]");
+          }
         }
+        __syncthreads(); /* the stage and the step values are refilled next */
       }
-      __syncthreads(); /* the stage and the step values are refilled next */
-    }
 #pragma unroll
-    for (int s = 0; s < $(S); s++) checkpoint[blocks - 1][s] = h[s];
+      for (int s = 0; s < $(S); s++) checkpoint[blocks - 1][s] = h[s];
+    }
 
     /* Backward through the interval's blocks, last first. */
     fetch(i0 + (blocks - 1) * $(TB), 0, true);
@@ -430,9 +436,17 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
     for (int k = blocks - 1; k >= 0; k--) {
       const int t0 = i0 + k * $(TB);
       const int which = (blocks - 1 - k) & 1;
-      float h_start[$(S)]; /* the block's checkpoint (local memory), read before the wait below hides its latency */
+      /* the block's starting state, read before the wait below hides its latency */
+      float h_start[$(S)];
+      if (f.state_interval > $(TB)) {
 #pragma unroll
-      for (int s = 0; s < $(S); s++) h_start[s] = checkpoint[k][s];
+        for (int s = 0; s < $(S); s++) h_start[s] = checkpoint[k][s];
+      } else { /* (parameters re-read here rather than kept live through the loop) */
+        const float *saved = t0 > 0 ? f.saved_states + ((long long)(b * f.dim + d) * f.nsaved + (t0 >> (__ffs(f.state_interval) - 1)) - 1) * $(N)
+                                    : f.h0 ? f.h0 + (long long)(b * f.dim + d) * $(N) : 0;
+#pragma unroll
+        for (int s = 0; s < $(S); s++) h_start[s] = saved ? saved[lane + s * $(LN)] : 0.f;
+      }
       if (k > 0) fetch(t0 - $(TB), which ^ 1, true);
       copies_commit();
       copies_wait_previous();

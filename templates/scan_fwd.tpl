@@ -104,12 +104,13 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
       y[i] = 0.f;
     }
 
-    /* The step of my run after which a state is saved for the backward pass, if any:
-     * t with (t + 1) % interval == 0 (at most one, since items <= interval). */
-    int save_i = -1;
-    if (p.saved_states) {
-      const int t_save = ((t0 + p.state_interval) & ~(p.state_interval - 1)) - 1;
-      if (t_save < t0 + $(I) && t_save < L) save_i = t_save - t0;
+    /* The steps of my run after which a state is saved for the backward pass: t with
+     * (t + 1) % interval == 0 (several when the interval is shorter than my run). */
+    unsigned long long saves = 0;
+    if (p.saved_states && active) {
+#pragma unroll
+      for (int i = 0; i < $(I); i++)
+        if (((t0 + i + 1) & (p.state_interval - 1)) == 0 && t0 + i < L) saves |= 1ull << i;
     }
 
     /* States go S at a time: S independent chains for the scheduler to interleave.
@@ -205,7 +206,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
         const float h_in = carry[parity][slot][n0 + k];
         if (lane == $(T - 1)) carry[parity ^ 1][slot][n0 + k] = total_a * h_in + total_x;
         float h = before_a * h_in + before_x;
-        if (save_i < 0) {
+        if (saves == 0) {
 #pragma unroll
           for (int i = 0; i < $(I); i++) {
             h = a[k][i] * h + x[k][i];
@@ -216,7 +217,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
           for (int i = 0; i < $(I); i++) {
             h = a[k][i] * h + x[k][i];
             y[i] += $(Ck) * h;
-            if (i == save_i && active)
+            if ((saves >> i) & 1ull)
               p.saved_states[(state_row / $(N) * p.nsaved + (t0 + i) / p.state_interval) * $(N) + n0 + k] = h;
           }
         }

@@ -270,8 +270,16 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
       }
 @ end
       *reinterpret_cast<float4 *>(&y_part[slot][lane][i4]) = y4;
+@ if TB > 4 then
+      /* An interval shorter than the block ends inside it (intervals are powers of two from 4) */
+      if (i4 + 4 < $(TB) && p.saved_states && active && ((t0 + i4 + 4) & (p.state_interval - 1)) == 0 && t0 + i4 + 4 < L) {
+#pragma unroll
+        for (int s = 0; s < $(S); s++)
+          p.saved_states[(state_row / $(N) * p.nsaved + (t0 + i4 + 4) / p.state_interval - 1) * $(N) + lane + s * $(LN)] = h[s];
+      }
+@ end
     }
-    /* The backward's checkpoint: blocks never straddle an interval (items divides it). */
+    /* The backward's checkpoint at the block's end (intervals are multiples of items or divide them). */
     if (p.saved_states && active && ((t0 + $(TB)) & (p.state_interval - 1)) == 0 && t0 + $(TB) < L) {
 #pragma unroll
       for (int s = 0; s < $(S); s++)

@@ -150,7 +150,7 @@ static void layout(const sf_measure_shape *s, sf_measure_sets *m) {
   const size_t counts[SF_MT_COUNT] = {
       [SF_MT_U] = seq, [SF_MT_DELTA] = seq, [SF_MT_Z] = s->z ? seq : 0, [SF_MT_B] = bc_B, [SF_MT_C] = bc_C,
       [SF_MT_A] = fixed, [SF_MT_D] = s->D ? dim : 0, [SF_MT_BIAS] = s->delta_bias ? dim : 0,
-      [SF_MT_OUT] = seq, [SF_MT_LAST] = state, [SF_MT_SAVED] = state * (size_t)sf_scan_saved_states(s->seqlen),
+      [SF_MT_OUT] = seq, [SF_MT_LAST] = state, [SF_MT_SAVED] = state * (size_t)sf_scan_saved_count(s->seqlen, s->state_interval),
       [SF_MT_DOUT] = bw ? seq : 0, [SF_MT_DU] = bw ? seq : 0, [SF_MT_DDELTA] = bw ? seq : 0,
       [SF_MT_DZ] = bw && s->z ? seq : 0, [SF_MT_DA] = bw ? fixed : 0, [SF_MT_DB] = bw ? bc_B : 0,
       [SF_MT_DC] = bw ? bc_C : 0, [SF_MT_DD] = bw && s->D ? dim : 0, [SF_MT_DBIAS] = bw && s->delta_bias ? dim : 0,
@@ -258,7 +258,7 @@ sf_scan_fwd_args sf_measure_fwd_args(const sf_measure_sets *m, int set) {
       .B = at(m, SF_MT_B, set), .B_var = s->B_var, .C = at(m, SF_MT_C, set), .C_var = s->C_var,
       .D = at(m, SF_MT_D, set), .delta_bias = at(m, SF_MT_BIAS, set), .z = at(m, SF_MT_Z, set),
       .out = at(m, SF_MT_OUT, set), .last_state = at(m, SF_MT_LAST, set),
-      .saved_states = at(m, SF_MT_SAVED, set)};
+      .saved_states = at(m, SF_MT_SAVED, set), .state_interval = s->state_interval};
 }
 
 sf_scan_bwd_args sf_measure_bwd_args(const sf_measure_sets *m, int set) {

@@ -68,6 +68,7 @@ typedef struct sf_measure_shape {
   sf_dtype dtype;
   bool z, D, delta_bias, softplus, B_var, C_var;
   bool backward; /* the backward's tensors too (cotangent, gradients) */
+  int64_t state_interval; /* steps between saved states (sf_scan_fwd_args'); 0: the default */
 } sf_measure_shape;
 
 /* `sets` copies of every tensor of a call, filled with random values of realistic size

@@ -16,8 +16,17 @@ int64_t sf_scan_state_interval(int64_t seqlen) {
 
 int64_t sf_scan_saved_states(int64_t seqlen) {
   if (seqlen <= 0) return 0;
-  int64_t interval = sf_scan_state_interval(seqlen);
+  return sf_scan_saved_count(seqlen, 0);
+}
+
+int64_t sf_scan_saved_count(int64_t seqlen, int64_t state_interval) {
+  if (seqlen <= 0) return 0;
+  const int64_t interval = state_interval > 0 ? state_interval : sf_scan_state_interval(seqlen);
   return seqlen / interval + (seqlen % interval != 0); /* ceil without overflow */
+}
+
+int64_t sf_scan_args_interval(const sf_scan_fwd_args *args) {
+  return args->state_interval > 0 ? args->state_interval : sf_scan_state_interval(args->seqlen);
 }
 
 bool sf_scan_fwd_has_work(const sf_scan_fwd_args *args) {
@@ -181,6 +190,18 @@ static sf_status check_variable(const char *tensor, const sf_scan_fwd_args *r,
 }
 
 /* A contiguous fp32 tensor of a * b * c elements must fit in int64 bytes. */
+/* state_interval: 0, or a power of two from 4 to the default interval of this L. */
+static sf_status check_state_interval(const sf_scan_fwd_args *r) {
+  const int64_t k = r->state_interval, most = sf_scan_state_interval(r->seqlen);
+  if (k == 0) return SF_OK;
+  if (k < 4 || k > most || (k & (k - 1)) != 0)
+    return sf_fail(SF_EINVAL,
+                   "state_interval: expected 0 (the default, %lld for seqlen %lld) or a power of "
+                   "two from 4 to %lld, got %lld",
+                   (long long)most, (long long)r->seqlen, (long long)most, (long long)k);
+  return SF_OK;
+}
+
 static sf_status check_fp32_size(const char *tensor, int64_t a, int64_t b, int64_t c) {
   int64_t n;
   if (!mul_fits(a, b, &n) || !mul_fits(n, c, &n) || !mul_fits(n, 4, &n))
@@ -288,11 +309,13 @@ static sf_status check_layouts(const sf_scan_fwd_args *r) {
   CHECK(check_activation("out", r, "out_batch_stride", r->out_batch_stride, "out_dim_stride",
                          r->out_dim_stride));
   if (r->last_state) CHECK(check_fp32_size("last_state", r->batch, r->dim, r->dstate));
+  CHECK(check_state_interval(r));
   if (r->saved_states) {
     int64_t rows;
     if (!mul_fits(r->batch, r->dim, &rows))
       return sf_fail(SF_EINVAL, "saved_states: batch * dim overflows int64");
-    CHECK(check_fp32_size("saved_states", rows, sf_scan_saved_states(r->seqlen), r->dstate));
+    CHECK(check_fp32_size("saved_states", rows, sf_scan_saved_count(r->seqlen, r->state_interval),
+                          r->dstate));
   }
 #undef CHECK
   return SF_OK;

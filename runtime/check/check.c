@@ -108,22 +108,27 @@ static const void *where(const call *c, int i, bool on_device) {
   return on_device ? (const void *)(uintptr_t)c->t[i].device : c->t[i].host;
 }
 
-/* The reference's state after the first `steps` steps: the problem cut to that length. */
-static sf_status reference_state_at(const sf_ref_problem *p, int64_t steps, double *state) {
+/* The reference's state after step `to` - 1 from `state` (the one after step `from` - 1,
+ * or h0 when from is 0), in place: the problem cut to steps [from, to). */
+static sf_status reference_state_step(const sf_ref_problem *p, int64_t from, int64_t to, double *state) {
   sf_ref_problem cut = *p;
+  const int64_t steps = to - from;
   cut.seqlen = (int)steps;
+  if (from > 0) cut.h0 = state, cut.has_h0 = true;
   const size_t rows = (size_t)p->batch * p->dim, L = (size_t)p->seqlen;
   const size_t brows = (size_t)p->batch * p->groups * p->dstate;
   double *copies[5] = {0};
   const double *sources[5] = {p->u, p->delta, p->z, p->B_var ? p->B : NULL, p->C_var ? p->C : NULL};
   const size_t row_counts[5] = {rows, rows, rows, brows, brows};
-  sf_status st = SF_OK;
+  double *h_from = from > 0 ? malloc(sf_ref_size_state(p) * sizeof(double)) : NULL;
+  sf_status st = from > 0 && !h_from ? sf_fail(SF_ENOMEM, "check: out of memory") : SF_OK;
+  if (h_from) memcpy(h_from, state, sf_ref_size_state(p) * sizeof(double)), cut.h0 = h_from;
   for (int k = 0; k < 5 && st == SF_OK; k++) {
     if (!sources[k]) continue;
     copies[k] = malloc(row_counts[k] * (size_t)steps * sizeof(double));
     if (!copies[k]) { st = sf_fail(SF_ENOMEM, "check: out of memory"); break; }
     for (size_t r = 0; r < row_counts[k]; r++)
-      memcpy(copies[k] + r * (size_t)steps, sources[k] + r * L, (size_t)steps * sizeof(double));
+      memcpy(copies[k] + r * (size_t)steps, sources[k] + r * L + from, (size_t)steps * sizeof(double));
   }
   if (st == SF_OK) {
     cut.u = copies[0];
@@ -134,6 +139,7 @@ static sf_status reference_state_at(const sf_ref_problem *p, int64_t steps, doub
     st = sf_ref_forward(&cut, NULL, state);
   }
   for (int k = 0; k < 5; k++) free(copies[k]);
+  free(h_from);
   return st;
 }
 
@@ -141,7 +147,8 @@ static sf_status compare(const call *c, const random_problem *rp, const sf_check
                          sf_check_result *result) {
   const size_t n_out = (size_t)(s->batch * s->dim * s->seqlen);
   const size_t n_state = (size_t)(s->batch * s->dim * s->dstate);
-  const int64_t nsaved = sf_scan_saved_states(s->seqlen), interval = sf_scan_state_interval(s->seqlen);
+  const int64_t nsaved = sf_scan_saved_count(s->seqlen, s->state_interval);
+  const int64_t interval = s->state_interval > 0 ? s->state_interval : sf_scan_state_interval(s->seqlen);
   double *ref_out = malloc(n_out * sizeof(double));
   double *ref_last = malloc(n_state * sizeof(double));
   double *ref_saved = malloc(n_state * (size_t)nsaved * sizeof(double));
@@ -152,8 +159,8 @@ static sf_status compare(const call *c, const random_problem *rp, const sf_check
   if (st == SF_OK) st = sf_ref_forward(&rp->p, ref_out, ref_last);
   /* saved[b, d, k, n]: the state after step min((k + 1) * interval, L) */
   for (int64_t k = 0; k < nsaved && st == SF_OK; k++) {
-    int64_t steps = (k + 1) * interval < s->seqlen ? (k + 1) * interval : s->seqlen;
-    st = reference_state_at(&rp->p, steps, state);
+    const int64_t steps = (k + 1) * interval < s->seqlen ? (k + 1) * interval : s->seqlen;
+    st = reference_state_step(&rp->p, k * interval, steps, state);
     for (size_t row = 0; row < (size_t)(s->batch * s->dim) && st == SF_OK; row++)
       memcpy(ref_saved + (row * nsaved + k) * s->dstate, state + row * s->dstate, s->dstate * sizeof(double));
   }
@@ -205,7 +212,7 @@ static sf_status make_problem(const sf_check_shape *s, uint64_t seed, random_pro
 /* The forward's inputs in their types, and its poisoned out and saved states. */
 static bool make_forward_tensors(call *c, const random_problem *rp, const sf_check_shape *s) {
   const size_t n_seq = sf_ref_size_u(&rp->p), n_state = sf_ref_size_state(&rp->p);
-  const size_t nsaved = (size_t)sf_scan_saved_states(s->seqlen);
+  const size_t nsaved = (size_t)sf_scan_saved_count(s->seqlen, s->state_interval);
   return make_typed(&c->t[U], s->dtype, rp->u, n_seq) && make_typed(&c->t[DELTA], s->dtype, rp->delta, n_seq) &&
          make_typed(&c->t[A_], SF_FP32, rp->A, sf_ref_size_A(&rp->p)) &&
          make_typed(&c->t[B_], s->B_fixed ? SF_FP32 : s->dtype, rp->B, sf_ref_size_B(&rp->p)) &&
@@ -235,7 +242,8 @@ static sf_scan_fwd_args forward_args(const call *c, const sf_check_shape *s, boo
       .B = where(c, B_, dev), .B_var = !s->B_fixed, .C = where(c, C_, dev), .C_var = !s->C_fixed,
       .D = where(c, D_, dev), .delta_bias = where(c, BIAS, dev), .z = where(c, Z, dev),
       .h0 = where(c, H0, dev), .out = (void *)where(c, OUT, dev),
-      .last_state = (float *)where(c, LAST, dev), .saved_states = (float *)where(c, SAVED, dev)};
+      .last_state = (float *)where(c, LAST, dev), .saved_states = (float *)where(c, SAVED, dev),
+      .state_interval = s->state_interval};
   return a;
 }
 

@@ -15,6 +15,7 @@ typedef struct sf_check_shape {
   bool z, D, delta_bias, softplus, B_fixed, C_fixed, h0;
   bool d_last_state; /* backward: a cotangent for last_state too (else zero) */
   bool deterministic; /* backward: the bitwise-reproducible mode */
+  int64_t state_interval; /* steps between saved states (sf_scan_fwd_args'); 0: the default */
 } sf_check_shape;
 
 typedef struct sf_check_result {

@@ -251,8 +251,9 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
                                   const bool C_var) {
   const int N = a->dstate, NP = padded_states(N);
   const sf_dtype T = a->dtype;
-  const int64_t L = a->seqlen, interval = sf_scan_state_interval(L);
-  const int64_t nsaved = sf_scan_saved_states(L), row0 = b * a->dim + d0;
+  const int64_t L = a->seqlen, interval = sf_scan_args_interval(a);
+  const int64_t nsaved = sf_scan_saved_count(L, a->state_interval), row0 = b * a->dim + d0;
+  const int64_t block = interval < TB ? interval : TB; /* a saved state at every block end it falls on */
   const int64_t g = (B_var || C_var) ? d0 / (a->dim / a->groups) : 0;
   const bool cached = fwd_slot_cached(a);
   const int64_t bc_steps = cached ? L : TB;
@@ -284,8 +285,8 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
     if (C_var) gather_slot_states(T, C_states, a->C_state_stride, N, 0, L, NP, TB, Ct, tmp);
   }
 
-  for (int64_t t0 = 0; t0 < L; t0 += TB) {
-    const int steps = (int)(L - t0 < TB ? L - t0 : TB);
+  for (int64_t t0 = 0; t0 < L; t0 += block) {
+    const int steps = (int)(L - t0 < block ? L - t0 : block);
     gather_rows(T, at(u_rows, T, t0), a->u_dim_stride, count, steps, u, tmp);
     gather_rows(T, at(delta_rows, T, t0), a->delta_dim_stride, count, steps, dt, tmp);
     if (z_rows) gather_rows(T, at(z_rows, T, t0), a->z_dim_stride, count, steps, z, tmp);
@@ -296,11 +297,11 @@ ALWAYS_INLINE void fwd_block_impl(const sf_scan_fwd_args *a, int64_t b, int64_t 
      * input rows, or after the last the next block's first. */
     prefetcher pf = {.rows = 0};
     prefetch_add_for_write(&pf, T, out_rows, a->out_dim_stride, count, t0, steps);
-    if (t0 + TB < L) {
-      const int64_t next = L - t0 - TB < TB ? L - t0 - TB : TB;
-      prefetch_add(&pf, T, u_rows, a->u_dim_stride, count, t0 + TB, next);
-      prefetch_add(&pf, T, delta_rows, a->delta_dim_stride, count, t0 + TB, next);
-      if (z_rows) prefetch_add(&pf, T, z_rows, a->z_dim_stride, count, t0 + TB, next);
+    if (t0 + block < L) {
+      const int64_t next = L - t0 - block < block ? L - t0 - block : block;
+      prefetch_add(&pf, T, u_rows, a->u_dim_stride, count, t0 + block, next);
+      prefetch_add(&pf, T, delta_rows, a->delta_dim_stride, count, t0 + block, next);
+      if (z_rows) prefetch_add(&pf, T, z_rows, a->z_dim_stride, count, t0 + block, next);
     } else {
       const int64_t next = row0 + count, n = L < TB ? L : TB;
       prefetch_add_activation(&pf, T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, 0, n);
@@ -534,9 +535,12 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
   const sf_scan_fwd_args *a = &g->fwd;
   const int N = a->dstate, NP = padded_states(N);
   const sf_dtype T = a->dtype;
-  const int64_t L = a->seqlen, nsaved = sf_scan_saved_states(L), row0 = b * a->dim + d0;
+  const int64_t L = a->seqlen, row0 = b * a->dim + d0;
   const bwd_layout k = bwd_layout_of(a);
   const int64_t W = k.W, S = k.S;
+  /* intervals of W steps; the forward saved a state every `every` steps, W / every a interval */
+  const int64_t intervals = sf_scan_saved_states(L), nsaved = sf_scan_saved_count(L, a->state_interval);
+  const int64_t per = W / sf_scan_args_interval(a);
   const bool cached = bwd_slot_cached(a);
   const int64_t grp = (B_var || C_var) ? d0 / (a->dim / a->groups) : 0;
   const int64_t slot = b * a->groups + grp - sink->slot_first;
@@ -582,7 +586,7 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
     if (C_var) gather_slot_states(T, C_states, a->C_state_stride, N, 0, L, NP, (int)W, Ct, tmp);
   }
 
-  for (int64_t kk = nsaved - 1; kk >= 0; kk--) {
+  for (int64_t kk = intervals - 1; kk >= 0; kk--) {
     const int64_t t0 = kk * W;
     const int steps = (int)(L - t0 < W ? L - t0 : W);
     gather_rows(T, at(u_rows, T, t0), a->u_dim_stride, count, steps, s[S_U], tmp);
@@ -597,7 +601,7 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
     if (g->du) prefetch_add_for_write(&pf, T, at(g->du, T, b * g->du_batch_stride + d0 * g->du_dim_stride), g->du_dim_stride, count, t0, steps);
     if (g->ddelta) prefetch_add_for_write(&pf, T, at(g->ddelta, T, b * g->ddelta_batch_stride + d0 * g->ddelta_dim_stride), g->ddelta_dim_stride, count, t0, steps);
     if (kk == 0) { /* the next block starts with its last interval */
-      const int64_t next = row0 + count, from = (nsaved - 1) * W;
+      const int64_t next = row0 + count, from = (intervals - 1) * W;
       prefetch_add_activation(&pf, T, a->u, a->u_batch_stride, a->u_dim_stride, a, next, VL, from, L - from);
       prefetch_add_activation(&pf, T, a->delta, a->delta_batch_stride, a->delta_dim_stride, a, next, VL, from, L - from);
       prefetch_add_activation(&pf, T, g->dout, g->dout_batch_stride, g->dout_dim_stride, a, next, VL, from, L - from);
@@ -614,7 +618,7 @@ ALWAYS_INLINE void bwd_block_impl(const sf_scan_bwd_args *g, const sf_cpu_bwd_si
 
     /* The interval's start: the state saved after the interval before, or h0. Then, when
      * it has several segments, a forward pass for the state at each segment's start. */
-    const float *start = kk > 0 ? a->saved_states + (row0 * nsaved + kk - 1) * N
+    const float *start = kk > 0 ? a->saved_states + (row0 * nsaved + kk * per - 1) * N
                                 : (a->h0 ? a->h0 + row0 * N : NULL);
     gather_lanes(start, kk > 0 ? nsaved * N : N, N, count, NP, hk);
     const float *Bk = Bt + bc0 * NP, *Ck = Ct + bc0 * NP;

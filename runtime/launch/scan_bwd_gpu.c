@@ -35,6 +35,13 @@ sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *lau
   return variant_for(args, launch ? launch : &none, out);
 }
 
+int64_t sf_scan_bwd_block_interval(const sf_variant *bwd, int64_t seqlen) {
+  const int64_t most = sf_scan_state_interval(seqlen);
+  if (!bwd || !bwd->split_states) return most;
+  const int64_t items = bwd->items < 4 ? 4 : bwd->items;
+  return items < most ? items : most;
+}
+
 static sf_status zero(const sf_cu *cu, float *p, int64_t count, CUstream stream) {
   if (!p || count == 0) return SF_OK;
   return sf_cu_check(cu->MemsetD32Async((CUdeviceptr)(uintptr_t)p, 0, (size_t)count, stream), "cuMemsetD32Async");

@@ -111,6 +111,7 @@ Test(bwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
 typedef struct spec_case {
   int dstate;
   const char *spec;
+  int64_t state_interval; /* steps between saved states; 0: the default */
 } spec_case;
 
 /* Each case on (2, 64, L) in every dtype at L = 1, 77 and 1000, the first `sets` flag sets
@@ -128,17 +129,19 @@ static void check_spec_cases(const spec_case *cases, size_t count, size_t sets, 
             .batch = 2, .dim = 64, .seqlen = lengths[l], .dstate = cases[k].dstate, .groups = fs->groups,
             .dtype = dtypes[t], .z = fs->z, .D = fs->D, .delta_bias = fs->delta_bias,
             .softplus = fs->softplus, .B_fixed = fs->B_fixed, .C_fixed = fs->C_fixed, .h0 = fs->h0,
-            .d_last_state = fs->d_last_state, .deterministic = det_every > 0 && calls % det_every == 0};
+            .d_last_state = fs->d_last_state, .deterministic = det_every > 0 && calls % det_every == 0,
+            .state_interval = cases[k].state_interval};
         sf_launch launch = {.spec = cases[k].spec};
         sf_check_bwd_result r;
         sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
-        cr_expect_eq(st, SF_OK, "%s %s L=%lld [%s]: %s", cases[k].spec, sf_dtype_name(dtypes[t]),
-                     (long long)lengths[l], fs->name, sf_last_error());
+        cr_expect_eq(st, SF_OK, "%s every %lld, %s L=%lld [%s]: %s", cases[k].spec, (long long)cases[k].state_interval,
+                     sf_dtype_name(dtypes[t]), (long long)lengths[l], fs->name, sf_last_error());
         if (st != SF_OK) continue;
         char errors[512] = "";
         describe(errors, sizeof errors, &r);
-        cr_expect(r.passed, "%s %s L=%lld [%s]: %s(bar %.0e)", cases[k].spec, sf_dtype_name(dtypes[t]),
-                  (long long)lengths[l], fs->name, errors, r.bar);
+        cr_expect(r.passed, "%s every %lld, %s L=%lld [%s]: %s(bar %.0e)", cases[k].spec,
+                  (long long)cases[k].state_interval, sf_dtype_name(dtypes[t]), (long long)lengths[l], fs->name,
+                  errors, r.bar);
       }
 }
 
@@ -149,15 +152,15 @@ static void check_spec_cases(const spec_case *cases, size_t count, size_t sets, 
 Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
   gpu_skip_without_device();
   static const spec_case cases[] = {
-      {1, "split=state,threads=1,items=4,channels=32"},
-      {5, "split=state,threads=1,items=8,channels=32,states=5"},
-      {16, "split=state,threads=4,items=4,channels=8,states=1"},
-      {16, "split=state,threads=8,items=8,channels=4,states=2"},
-      {16, "split=state,threads=16,items=4,channels=4,states=1"},
-      {16, "split=state,threads=2,items=4,channels=16,states=4"},
-      {16, "split=state,threads=8,items=8,channels=8,states=2"},
-      {64, "split=state,threads=16,items=4,channels=2,states=2"},
-      {128, "split=state,threads=32,items=4,channels=1,states=4"}};
+      {1, "split=state,threads=1,items=4,channels=32", 0},
+      {5, "split=state,threads=1,items=8,channels=32,states=5", 0},
+      {16, "split=state,threads=4,items=4,channels=8,states=1", 0},
+      {16, "split=state,threads=8,items=8,channels=4,states=2", 0},
+      {16, "split=state,threads=16,items=4,channels=4,states=1", 0},
+      {16, "split=state,threads=2,items=4,channels=16,states=4", 0},
+      {16, "split=state,threads=8,items=8,channels=8,states=2", 0},
+      {64, "split=state,threads=16,items=4,channels=2,states=2", 0},
+      {128, "split=state,threads=32,items=4,channels=1,states=4", 0}};
   check_spec_cases(cases, sizeof cases / sizeof cases[0], sizeof flag_sets / sizeof flag_sets[0], 0, 777);
   static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
   uint64_t seed = 900;
@@ -196,6 +199,45 @@ Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardow
   char errors[512] = "";
   describe(errors, sizeof errors, &r);
   cr_expect(r.passed, "L=100000: %s(bar %.0e)", errors, r.bar);
+}
+
+/* States saved every `items` steps or fewer (docs/design-block-states.md): the blocks start
+ * from saved states, nothing recomputed; intervals shorter than a block (every k-th saved
+ * state read); intervals longer than a block but shorter than the default (the forward
+ * pass through each); every dtype and flag set, segments (64 channels) and the
+ * deterministic mode; then a call that fills the GPU (no segments), pairs, and split=time
+ * reading every (chunk / interval)-th saved state. */
+Test(bwd_gpu, block_states, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
+  gpu_skip_without_device();
+  static const spec_case cases[] = {
+      {16, "split=state,threads=2,items=8,channels=16,states=1", 8},
+      {16, "split=state,threads=4,items=16,channels=8,states=1", 4},
+      {16, "split=state,threads=8,items=4,channels=4,states=1", 4},
+      {16, "split=state,threads=8,items=8,channels=8,states=2", 32},
+      {64, "split=state,threads=16,items=8,channels=4,states=1", 8},
+      {5, "split=state,threads=1,items=8,channels=32,states=5", 8}};
+  check_spec_cases(cases, sizeof cases / sizeof cases[0], sizeof flag_sets / sizeof flag_sets[0], 4, 8800);
+  static const struct { int64_t batch, dim, L; const char *spec; int64_t interval; } calls[] = {
+      {32, 512, 1100, "split=state,threads=2,items=8,channels=16", 8},
+      {32, 512, 1100, "split=state,threads=2,items=8,channels=16,pairs=1", 8},
+      {4, 64, 1000, "split=time,threads=64,items=8,channels=2", 8},
+      {4, 64, 1000, "split=time,threads=128,items=4,channels=1", 4}};
+  uint64_t seed = 8900;
+  for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+    sf_check_shape shape = {.batch = calls[k].batch, .dim = calls[k].dim, .seqlen = calls[k].L, .dstate = 16,
+                            .groups = 1, .dtype = k % 2 ? SF_FP32 : SF_BF16, .z = true, .D = true,
+                            .delta_bias = true, .softplus = true, .h0 = true, .d_last_state = true,
+                            .state_interval = calls[k].interval};
+    sf_launch launch = {.spec = calls[k].spec};
+    sf_check_bwd_result r;
+    sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
+    cr_expect_eq(st, SF_OK, "%s every %lld: %s", calls[k].spec, (long long)calls[k].interval, sf_last_error());
+    if (st != SF_OK) continue;
+    char errors[512] = "";
+    describe(errors, sizeof errors, &r);
+    cr_expect(r.passed, "%s every %lld, %lldx%lldx%lld: %s(bar %.0e)", calls[k].spec, (long long)calls[k].interval,
+              (long long)calls[k].batch, (long long)calls[k].dim, (long long)calls[k].L, errors, r.bar);
+  }
 }
 
 /* Segments from one block of steps to a whole state interval ($SCANFORGE_MIN_SEGMENT
@@ -287,10 +329,10 @@ Test(bwd_gpu, deterministic_mode_is_bitwise_reproducible, .init = gpu_setup, .fi
 Test(bwd_gpu, split_state_pairs, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
   gpu_skip_without_device();
   static const spec_case cases[] = {
-      {16, "split=state,threads=2,items=8,channels=16,states=1,minblocks=8,pairs=1"},
-      {16, "split=state,threads=4,items=4,channels=8,states=1,pairs=1"},
-      {16, "split=state,threads=8,items=8,channels=4,states=2,pairs=1"},
-      {64, "split=state,threads=16,items=4,channels=2,states=2,pairs=1"}};
+      {16, "split=state,threads=2,items=8,channels=16,states=1,minblocks=8,pairs=1", 0},
+      {16, "split=state,threads=4,items=4,channels=8,states=1,pairs=1", 0},
+      {16, "split=state,threads=8,items=8,channels=4,states=2,pairs=1", 0},
+      {64, "split=state,threads=16,items=4,channels=2,states=2,pairs=1", 0}};
   check_spec_cases(cases, sizeof cases / sizeof cases[0], 2, 4, 12000); /* flag sets 0, 1: variable B and C */
 }
 

@@ -107,6 +107,40 @@ Test(fwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
     }
 }
 
+/* States saved every 4 to 64 steps (docs/design-block-states.md): intervals shorter than a
+ * block or a thread's run (saved inside it), equal, longer; ragged ends; segments (few
+ * channels) and not; every dtype. The saved states are compared state by state. */
+Test(fwd_gpu, short_state_intervals, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const struct { const char *spec; int64_t interval; } cases[] = {
+      {"split=state,threads=4,items=16,channels=8", 4},  {"split=state,threads=4,items=16,channels=8", 8},
+      {"split=state,threads=2,items=8,channels=16", 8},  {"split=state,threads=8,items=64,channels=4", 16},
+      {"split=state,threads=4,items=4,channels=8", 32},  {"threads=32,items=16,channels=4", 4},
+      {"threads=64,items=8,channels=2", 8},              {"threads=32,items=8,channels=4", 64}};
+  static const int64_t lengths[] = {5, 77, 1000, 3001};
+  static const int64_t dims[] = {16, 512};
+  static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
+  uint64_t seed = 4100;
+  size_t calls = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++, calls++) {
+      const int64_t dim = dims[calls % 2];
+      const sf_dtype dtype = dtypes[calls % 3];
+      sf_check_shape shape = {.batch = 2, .dim = dim, .seqlen = lengths[l], .dstate = 16, .groups = 1,
+                              .dtype = dtype, .z = true, .D = true, .delta_bias = true, .softplus = true,
+                              .h0 = calls % 2 == 0, .state_interval = cases[k].interval};
+      sf_launch launch = {.spec = cases[k].spec};
+      sf_check_result r;
+      sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
+      cr_expect_eq(st, SF_OK, "%s every %lld, dim %lld L=%lld: %s", cases[k].spec, (long long)cases[k].interval,
+                   (long long)dim, (long long)lengths[l], sf_last_error());
+      if (st == SF_OK)
+        cr_expect(r.passed, "%s every %lld, %s dim %lld L=%lld: out %.3g, last_state %.3g, saved %.3g",
+                  cases[k].spec, (long long)cases[k].interval, sf_dtype_name(dtype), (long long)dim,
+                  (long long)lengths[l], r.out_error, r.last_state_error, r.saved_error);
+    }
+}
+
 /* Large d_state with lanes over states: 8 to 32 lanes, fewer steps a block than lanes
  * (only the first lanes own steps), every dtype. */
 Test(fwd_gpu, split_state_large_dstate, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {

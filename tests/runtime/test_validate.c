@@ -244,6 +244,28 @@ Test(validate, the_state_interval_and_count) {
                  (long long)L_values[i]);
   }
   cr_expect_eq(sf_scan_saved_states(INT64_MAX), INT64_MAX / 512 + 1);
+  cr_expect_eq(sf_scan_saved_count(2049, 0), 5);
+  cr_expect_eq(sf_scan_saved_count(2049, 8), 257);
+  cr_expect_eq(sf_scan_saved_count(2048, 4), 512);
+  cr_expect_eq(sf_scan_saved_count(0, 8), 0);
+}
+
+/* state_interval: 0 or a power of two from 4 to the default interval of L. */
+Test(validate, a_state_interval_is_a_power_of_two_up_to_the_default) {
+  sf_scan_fwd_args a = valid_args();
+  const int64_t most = sf_scan_state_interval(a.seqlen);
+  const int64_t good[] = {0, 4, 8, most};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    a.state_interval = good[i];
+    cr_expect_eq(sf_scan_args_interval(&a), good[i] ? good[i] : most);
+    a.saved_states = NULL; /* its size follows the interval: checked below */
+    expect_accepted(&a, "state_interval");
+  }
+  const int64_t bad[] = {-8, 1, 2, 6, 12, 2 * most};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    a.state_interval = bad[i];
+    expect_refused(&a, "state_interval", "state_interval");
+  }
 }
 
 Test(validate, resolve_fills_the_contiguous_strides) {

@@ -160,17 +160,27 @@ typedef struct sf_scan_fwd_args {
   void *out;
   int64_t out_batch_stride, out_dim_stride;
   float *last_state;       /* optional */
-  /* optional: what the backward pass needs, (batch, dim, sf_scan_saved_states(L), N):
-   * the state after every sf_scan_state_interval(L)-th step and after the last. */
+  /* optional: what the backward pass needs, (batch, dim, sf_scan_saved_count(L,
+   * state_interval), N): the state after every state_interval-th step and after the last. */
   float *saved_states;
+  /* Steps between saved states: 0 means sf_scan_state_interval(L); else a power of two
+   * from 4 to sf_scan_state_interval(L). Shorter intervals cost memory and let the
+   * backward skip recomputing states (sf_scan_bwd_block_interval says which one). The
+   * backward must be given the same value (its fwd.state_interval). */
+  int64_t state_interval;
 } sf_scan_fwd_args;
 
-/* Time steps between saved states for a sequence of length L: the next power of two
- * >= L, clamped to 64..512 (the chunk length of the backward pass). */
+/* The default steps between saved states for a sequence of length L: the next power of
+ * two >= L, clamped to 64..512 (the chunk length of the backward pass). */
 int64_t sf_scan_state_interval(int64_t seqlen);
-/* Saved states per (batch, channel): ceil(L / interval); 0 for L = 0. Saved state k is
- * the state after step t where (t + 1) % interval == 0 or t == L - 1, k = t / interval. */
+/* Saved states per (batch, channel) at the default interval: ceil(L / interval); 0 for
+ * L = 0. Saved state k is the state after step t where (t + 1) % interval == 0 or
+ * t == L - 1, k = t / interval. */
 int64_t sf_scan_saved_states(int64_t seqlen);
+/* The same for a given interval (0: the default): ceil(L / interval). */
+int64_t sf_scan_saved_count(int64_t seqlen, int64_t state_interval);
+/* The interval args->state_interval resolves to (the default when it is 0). */
+int64_t sf_scan_args_interval(const sf_scan_fwd_args *args);
 
 /* Checks every argument of a forward call; the message names the argument, what was
  * expected and what came ("u_dim_stride: expected 0 or >= seqlen (196), got 100 ...").
@@ -314,6 +324,13 @@ sf_status sf_scan_bwd_validate(const sf_scan_bwd_args *args);
  * plan may still set pairs=1 when the blocks fit the GPU in fewer waves with it, which
  * only the device knows: sf_scan_bwd_shape's variant is the one that runs. */
 sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *launch, sf_variant *out);
+
+/* The state interval at which backward variant `bwd` finds every block's starting state
+ * saved, so it recomputes none (docs/design-block-states.md): its items for split=state
+ * (at least 4, at most sf_scan_state_interval(seqlen)); the default interval for
+ * split=time. A training forward that passes it as state_interval saves
+ * N x 4 / interval bytes per step and channel (8 at N = 16 and 8 items). */
+int64_t sf_scan_bwd_block_interval(const sf_variant *bwd, int64_t seqlen);
 
 /* The shape of the device backward call with these arguments (sf_scan_fwd_shape's); its
  * variant is the one the call runs, pairs included. */
