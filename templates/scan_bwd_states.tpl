@@ -157,12 +157,14 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
 }
 
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
-/* The kernel's body: CARRY = false walks intervals backwards for every gradient;
+/* The kernel's body: CARRY = false walks intervals backwards for every gradient (with
+ * BLOCK_STATES, sf_scan_bwd_block_states: every block's starting state was saved, so no
+ * interval is walked forwards first);
  * CARRY = true (sf_scan_bwd_carry) only measures what each segment hands on to the next
  * (its decays and, with CARRY_STATE, its state from 0: needed when segments are shorter
  * than a state interval) and back to the one before it (its adjoint from 0), so that the
  * main pass can walk all segments at once. */
-template <bool CARRY, bool CARRY_STATE> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
+template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
   /* the channel's per-step values, each computed once by the lane that owns the step */
   __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
@@ -365,12 +367,12 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
    * or, once the carries were measured, this block's segment alone. Its adjoint past its
    * end is then what the later segments hand back (sf_scan_bwd_combine left it). */
   const bool parallel = f.carry_decay != 0;
-  /* With an interval of at most items steps every block's starting state was saved
-   * (docs/design-block-states.md): the blocks then run last to first in one pass over the
-   * sequence (or the segment), nothing recomputed before them. */
-  const bool block_states = K <= $(TB);
-  const int chunk = parallel ? f.segment : block_states ? L : K;
-  const int c_last = parallel ? (int)blockIdx.z : block_states ? 0 : f.nsaved - 1, c_first = parallel ? (int)blockIdx.z : 0;
+  /* With BLOCK_STATES (an interval of at most items steps: docs/design-block-states.md)
+   * the blocks run last to first in one pass over the sequence or the segment, each from
+   * its saved state, the next one's inputs fetched while one runs. */
+  const int chunk = parallel ? f.segment : BLOCK_STATES ? L : K;
+  const int c_last = parallel ? (int)blockIdx.z : BLOCK_STATES ? 0 : f.nsaved - 1, c_first = parallel ? (int)blockIdx.z : 0;
+  const int K_shift = __ffs(K) - 1; /* K is a power of two */
   if (parallel) {
 #pragma unroll
     for (int s = 0; s < $(S); s++) e[s] = p.carry_adjoint[(state_row / $(N) * f.nsegments + c_last) * $(N) + lane + s * $(LN)];
@@ -378,7 +380,7 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
   for (int c = c_last; c >= c_first; c--) {
     const int i0 = c * chunk;
     const int blocks = (min(i0 + chunk, L) - i0 + $(TB - 1)) / $(TB);
-    if (!block_states) { /* the interval's start, then a forward pass through it for each block's start */
+    if (!BLOCK_STATES) { /* the interval's start, then a forward pass through it for each block's start */
       const int interval = i0 / K; /* the saved state before it ends interval - 1 */
       float h[$(S)];
 #pragma unroll
@@ -436,16 +438,15 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
     for (int k = blocks - 1; k >= 0; k--) {
       const int t0 = i0 + k * $(TB);
       const int which = (blocks - 1 - k) & 1;
-      /* the block's starting state, read before the wait below hides its latency */
-      float h_start[$(S)];
-      if (f.state_interval > $(TB)) {
+      float h_start[$(S)]; /* the block's checkpoint (local memory) or saved state, read before the wait below hides its latency */
+      if (BLOCK_STATES) {
+        const float *saved = t0 > 0 ? f.saved_states + (state_row / $(N) * f.nsaved + (t0 >> K_shift) - 1) * $(N) + lane
+                                    : f.h0 ? f.h0 + state_row + lane : 0;
+#pragma unroll
+        for (int s = 0; s < $(S); s++) h_start[s] = saved ? saved[s * $(LN)] : 0.f;
+      } else {
 #pragma unroll
         for (int s = 0; s < $(S); s++) h_start[s] = checkpoint[k][s];
-      } else { /* (parameters re-read here rather than kept live through the loop) */
-        const float *saved = t0 > 0 ? f.saved_states + ((long long)(b * f.dim + d) * f.nsaved + (t0 >> (__ffs(f.state_interval) - 1)) - 1) * $(N)
-                                    : f.h0 ? f.h0 + (long long)(b * f.dim + d) * $(N) : 0;
-#pragma unroll
-        for (int s = 0; s < $(S); s++) h_start[s] = saved ? saved[lane + s * $(LN)] : 0.f;
       }
       if (k > 0) fetch(t0 - $(TB), which ^ 1, true);
       copies_commit();
@@ -678,13 +679,18 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_bwd_params p) {
-  scan_bwd_body<false, false>(p);
+  scan_bwd_body<false, false, false>(p);
+}
+
+/* The same when the forward saved every block's starting state (docs/design-block-states.md). */
+extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_block_states(const sf_bwd_params p) {
+  scan_bwd_body<false, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_carry(const sf_bwd_params p) {
   /* a segment's state from 0 is needed only when segments are shorter than an interval */
-  if (p.f.segment < p.f.state_interval) scan_bwd_body<true, true>(p);
-  else scan_bwd_body<true, false>(p);
+  if (p.f.segment < p.f.state_interval) scan_bwd_body<true, true, false>(p);
+  else scan_bwd_body<true, false, false>(p);
 }
 
 /* Between the carry pass and the main pass: each segment's R becomes the adjoint past its

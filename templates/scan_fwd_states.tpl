@@ -95,8 +95,9 @@ struct stage_t {
 /* The kernel's body: CARRY = false scans (with p.carry_decay set, block z scans segment
  * z alone from the state sf_scan_fwd_combine left for it); CARRY = true (sf_scan_fwd_carry)
  * only measures, per segment, the product of its decays and its state at its end from a
- * state of 0 at its start. */
-template <bool CARRY> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
+ * state of 0 at its start. INNER_SAVES (sf_scan_fwd_inner_saves): states are saved more
+ * often than once a block (docs/design-block-states.md), so inside it too. */
+template <bool CARRY, bool INNER_SAVES> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
   __shared__ __align__(16) float dt_smem[$(CH)][$(TB + 4)], dtu_smem[$(CH)][$(TB + 4)];
   __shared__ __align__(16) float y_part[$(CH)][$(LN)][$(TB + 4)]; /* each lane's part of y */
@@ -271,15 +272,16 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
 @ end
       *reinterpret_cast<float4 *>(&y_part[slot][lane][i4]) = y4;
 @ if TB > 4 then
-      /* An interval shorter than the block ends inside it (intervals are powers of two from 4) */
-      if (i4 + 4 < $(TB) && p.saved_states && active && ((t0 + i4 + 4) & (p.state_interval - 1)) == 0 && t0 + i4 + 4 < L) {
+      /* an interval that ends inside the block (t0 is a multiple of the interval) */
+      if (INNER_SAVES && i4 + 4 < $(TB) && active && ((i4 + 4) & (p.state_interval - 1)) == 0 && t0 + i4 + 4 < L) {
 #pragma unroll
         for (int s = 0; s < $(S); s++)
           p.saved_states[(state_row / $(N) * p.nsaved + (t0 + i4 + 4) / p.state_interval - 1) * $(N) + lane + s * $(LN)] = h[s];
       }
 @ end
     }
-    /* The backward's checkpoint at the block's end (intervals are multiples of items or divide them). */
+    /* The backward's checkpoint at the block's end (an interval divides items or items
+     * divides the interval). */
     if (p.saved_states && active && ((t0 + $(TB)) & (p.state_interval - 1)) == 0 && t0 + $(TB) < L) {
 #pragma unroll
       for (int s = 0; s < $(S); s++)
@@ -336,11 +338,16 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_fwd_params p) {
-  scan_fwd_body<false>(p);
+  scan_fwd_body<false, false>(p);
+}
+
+/* The same when states are saved more often than once a block (docs/design-block-states.md). */
+extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_inner_saves(const sf_fwd_params p) {
+  scan_fwd_body<false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_carry(const sf_fwd_params p) {
-  scan_fwd_body<true>(p);
+  scan_fwd_body<true, false>(p);
 }
 
 /* Between the carry pass and the scan: each segment's F becomes the state before it, from

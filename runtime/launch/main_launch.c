@@ -1,12 +1,21 @@
 /* main_launch.c: the main kernel's plan (kernel, grid, segments) and the call's shape. */
 #include "runtime/launch/main_launch.h"
 
+#include "generator/generator.h"
+#include "runtime/args/scan_args.h"
 #include "runtime/cuda/module.h"
 
-sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen,
-                              double max_fill, sf_main_launch *out) {
+const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f) {
+  const int64_t interval = sf_scan_args_interval(f);
+  if (v->split_states && v->op == SF_OP_BWD && interval <= v->items) return "sf_scan_bwd_block_states";
+  if (v->split_states && v->op == SF_OP_FWD && f->saved_states && interval < v->items) return "sf_scan_fwd_inner_saves";
+  return sf_kernel_name(v->op);
+}
+
+sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const char *entry, int64_t batch, int64_t dim,
+                              int64_t seqlen, double max_fill, sf_main_launch *out) {
   *out = (sf_main_launch){0};
-  sf_status st = sf_kernel_for_variant(ctx, v, &out->kernel, NULL);
+  sf_status st = sf_kernel_for_variant_entry(ctx, v, entry, &out->kernel, NULL);
   if (st != SF_OK) return st;
   out->block = (unsigned)sf_variant_block_threads(v);
   st = sf_kernel_check_launch(out->kernel, out->block, 0); /* the block the kernel allows */

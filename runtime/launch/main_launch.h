@@ -17,10 +17,17 @@ typedef struct sf_main_launch {
   sf_segments segments;
 } sf_main_launch;
 
-/* Loads variant v's kernel, checks its block size against what the kernel allows, and plans its grid for batch x dim channels of seqlen steps;
+/* The entry point of v's module that a call with these forward arguments runs: the
+ * split=state templates have one for states saved more often than once a block
+ * (sf_scan_fwd_inner_saves) and one for a backward that finds every block's starting
+ * state saved (sf_scan_bwd_block_states; docs/design-block-states.md). */
+const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f);
+
+/* Loads the entry point `entry` of variant v's module, checks its block size against what
+ * the kernel allows, and plans its grid for batch x dim channels of seqlen steps;
  * segments when the blocks fill less than max_fill of the GPU (sf_plan_segments). */
-sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, int64_t batch, int64_t dim, int64_t seqlen,
-                              double max_fill, sf_main_launch *out);
+sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const char *entry, int64_t batch, int64_t dim,
+                              int64_t seqlen, double max_fill, sf_main_launch *out);
 
 /* Blocks the plan launches over batch rows: channel blocks x rows x segments. */
 int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch);

@@ -32,7 +32,7 @@ static sf_status plan_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_l
   if (v->split_states && (v->B_var || v->C_var) && (r->dim / r->groups) % v->channels != 0)
     return sf_fail(SF_EINVAL, "forward variant with split=state: channels (%d) must divide the channels of a group (dim / groups = %lld): a block shares one group's B and C",
                    v->channels, (long long)(r->dim / r->groups));
-  return sf_main_launch_plan(ctx, v, r->batch, r->dim, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, plan);
+  return sf_main_launch_plan(ctx, v, sf_main_entry(v, r), r->batch, r->dim, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, plan);
 }
 
 static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch) {

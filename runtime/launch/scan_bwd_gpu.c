@@ -140,7 +140,8 @@ static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
   paired.pairs = true;
   sf_main_launch plan_paired;
   /* the twin is an option: if it cannot be planned (compiled, loaded), the call runs as planned */
-  if (sf_main_launch_plan(ctx, &paired, f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, &plan_paired) != SF_OK) {
+  if (sf_main_launch_plan(ctx, &paired, sf_main_entry(&paired, f), f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL,
+                          &plan_paired) != SF_OK) {
     sf_clear_error();
     return SF_OK;
   }
@@ -160,7 +161,8 @@ static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     return sf_fail(SF_EINVAL, "deterministic backward: batch (%lld) must be at most %d",
                    (long long)f->batch, SF_MAX_BATCH_PER_LAUNCH);
   sf_status st = variant_for(r, launch, v);
-  if (st == SF_OK) st = sf_main_launch_plan(ctx, v, f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, plan);
+  if (st == SF_OK)
+    st = sf_main_launch_plan(ctx, v, sf_main_entry(v, f), f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, plan);
   if (st == SF_OK) st = fit_pairs(ctx, r, launch, v, plan);
   return st;
 }

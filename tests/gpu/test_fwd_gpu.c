@@ -115,8 +115,8 @@ Test(fwd_gpu, short_state_intervals, .init = gpu_setup, .fini = gpu_teardown, .t
   static const struct { const char *spec; int64_t interval; } cases[] = {
       {"split=state,threads=4,items=16,channels=8", 4},  {"split=state,threads=4,items=16,channels=8", 8},
       {"split=state,threads=2,items=8,channels=16", 8},  {"split=state,threads=8,items=64,channels=4", 16},
-      {"split=state,threads=4,items=4,channels=8", 32},  {"threads=32,items=16,channels=4", 4},
-      {"threads=64,items=8,channels=2", 8},              {"threads=32,items=8,channels=4", 64}};
+      {"split=state,threads=4,items=8,channels=8", 32},  {"split=time,threads=32,items=16,channels=4", 4},
+      {"split=time,threads=64,items=8,channels=2", 8},   {"split=time,threads=32,items=8,channels=4", 64}};
   static const int64_t lengths[] = {5, 77, 1000, 3001};
   static const int64_t dims[] = {16, 512};
   static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
