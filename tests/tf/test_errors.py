@@ -85,11 +85,12 @@ def test_raw_op_flag_without_data():
 
 
 def test_raw_grad_op_checks_saved_states():
+    """3 saved states for L = 5: no state interval gives that count (4 gives 2, 8 and up 1)."""
     a = good()
     empty = tf.zeros([0])
     with pytest.raises(tf.errors.InvalidArgumentError, match="saved_states"):
         _ops.mamba_selective_scan_grad(a["u"], a["delta"], a["A"], a["B"], a["C"], empty, empty, empty, empty,
-                                       tf.ones([batch, dim, 2, N]), tf.ones([batch, dim, L]), empty)
+                                       tf.ones([batch, dim, 3, N]), tf.ones([batch, dim, L]), empty)
 
 
 def test_process_survives_and_op_still_works():

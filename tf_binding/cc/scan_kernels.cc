@@ -168,27 +168,51 @@ class ScanKernelBase : public OpKernel {
 template <bool kGpu>
 class ScanForwardOp : public ScanKernelBase {
  public:
-  using ScanKernelBase::ScanKernelBase;
+  explicit ScanForwardOp(OpKernelConstruction* c) : ScanKernelBase(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("state_interval", &state_interval_));
+    OP_REQUIRES_OK(c, c->GetAttr("deterministic", &deterministic_));
+  }
 
   void Compute(OpKernelContext* ctx) override {
     ScanDims d;
     sf_scan_fwd_args args;
     OP_REQUIRES_OK(ctx, ReadForward(ctx, &d, &args));
-    Tensor *out, *last_state, *saved_states;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(kU).shape(), &out));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({d.batch, d.dim, d.dstate}), &last_state));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({d.batch, d.dim, d.saved(), d.dstate}), &saved_states));
-    args.out = out->data();
-    args.last_state = static_cast<float*>(last_state->data());
-    args.saved_states = static_cast<float*>(saved_states->data());
     sf_context* sf;
     OP_REQUIRES_OK(ctx, SharedContext(&sf));
     Placement<kGpu> where;
     OP_REQUIRES_OK(ctx, where.Init(ctx));
+    args.state_interval = state_interval_;
+    if (state_interval_ < 0) OP_REQUIRES_OK(ctx, BlockInterval(args, where.launch, &args.state_interval));
+    Tensor *out, *last_state, *saved_states;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(kU).shape(), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({d.batch, d.dim, d.dstate}), &last_state));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({d.batch, d.dim, d.saved(args.state_interval), d.dstate}),
+                                             &saved_states));
+    args.out = out->data();
+    args.last_state = static_cast<float*>(last_state->data());
+    args.saved_states = static_cast<float*>(saved_states->data());
     const sf_status st = sf_scan_fwd(sf, &args, &where.launch);
     ReportCacheWarnings(sf);
     OP_REQUIRES_OK(ctx, FromSf(st, "sf_scan_fwd"));
   }
+
+ private:
+  // state_interval = -1: the interval at which the backward this call's gradient will run
+  // finds every block's starting state (its variant's items); on the CPU the default.
+  absl::Status BlockInterval(const sf_scan_fwd_args& args, const sf_launch& launch, int64_t* interval) const {
+    *interval = 0;
+    if (!kGpu) return absl::OkStatus();
+    sf_scan_bwd_args bwd = {};
+    bwd.fwd = args;
+    bwd.deterministic = deterministic_ || tensorflow::OpDeterminismRequired();
+    sf_variant v;
+    absl::Status st = FromSf(sf_scan_bwd_variant(&bwd, &launch, &v), "sf_scan_bwd_variant");
+    if (st.ok()) *interval = sf_scan_bwd_block_interval(&v, args.seqlen);
+    return st;
+  }
+
+  int64_t state_interval_ = 0;
+  bool deterministic_ = false;
 };
 
 template <bool kGpu>
@@ -207,6 +231,7 @@ class ScanGradOp : public ScanKernelBase {
     OP_REQUIRES_OK(ctx, CheckScanGradInputs(d, ShapeOf(ctx->input(kSavedStates)), ShapeOf(ctx->input(kDout)),
                                             ShapeOf(ctx->input(kDLastState)), has_d_last_state_));
     args.fwd.saved_states = const_cast<float*>(static_cast<const float*>(ctx->input(kSavedStates).data()));
+    OP_REQUIRES_OK(ctx, SavedInterval(d.seqlen, ctx->input(kSavedStates).dim_size(2), &args.fwd.state_interval));
     args.dout = ctx->input(kDout).data();
     args.d_last_state = has_d_last_state_ ? static_cast<const float*>(ctx->input(kDLastState).data()) : nullptr;
 

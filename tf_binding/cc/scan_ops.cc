@@ -59,7 +59,11 @@ absl::Status ForwardShape(InferenceContext* c) {
   if (!st.ok()) return st;
   c->set_output(0, c->MakeShape({Dim(c, d.batch), Dim(c, d.dim), Dim(c, d.seqlen)}));
   c->set_output(1, c->MakeShape({Dim(c, d.batch), Dim(c, d.dim), Dim(c, d.dstate)}));
-  c->set_output(2, c->MakeShape({Dim(c, d.batch), Dim(c, d.dim), Dim(c, d.saved()), Dim(c, d.dstate)}));
+  int64_t interval = 0;  // -1: the backward's block interval, known when the op runs
+  st = c->GetAttr("state_interval", &interval);
+  if (!st.ok()) return st;
+  const int64_t saved = interval < 0 ? -1 : d.saved(interval);
+  c->set_output(2, c->MakeShape({Dim(c, d.batch), Dim(c, d.dim), Dim(c, saved), Dim(c, d.dstate)}));
   return absl::OkStatus();
 }
 
@@ -117,6 +121,11 @@ REGISTER_OP("MambaSelectiveScan")
     .Attr("has_h0: bool = false")
     // Unused by the forward: carried to the gradient (MambaSelectiveScanGrad's).
     .Attr("deterministic: bool = false")
+    // Steps between saved states: 0 the default (by L); -1 at the start of every block of
+    // the backward this device will run (its items), so that the backward recomputes no
+    // states (docs/design-block-states.md; more memory); else a power of two from 4 to the
+    // default. The gradient reads the interval from saved_states' count.
+    .Attr("state_interval: int >= -1 = 0")
     .SetShapeFn(scanforge_tf::ForwardShape);
 
 REGISTER_OP("MambaSelectiveScanGrad")

@@ -141,13 +141,25 @@ absl::Status CheckScanInputs(const ScanInputs& in, ScanDims* dims) {
   return absl::OkStatus();
 }
 
+absl::Status SavedInterval(int64_t seqlen, int64_t nsaved, int64_t* interval) {
+  *interval = 0;
+  if (nsaved == sf_scan_saved_states(seqlen) || seqlen <= 0) return absl::OkStatus();
+  for (int64_t k = 4; k < sf_scan_state_interval(seqlen); k *= 2)
+    if (sf_scan_saved_count(seqlen, k) == nsaved) return *interval = k, absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "saved_states: dimension 2 (", nsaved, ") is not the count of states saved at any state interval for L = ",
+      seqlen, " (", sf_scan_saved_states(seqlen), " at the default interval); pass the forward's saved_states"));
+}
+
 absl::Status CheckScanGradInputs(const ScanDims& dims, const PartialShape& saved_states,
                                  const PartialShape& dout, const PartialShape& d_last_state,
                                  bool has_d_last_state) {
   Size batch{"batch", dims.batch, "u"}, dim{"dim", dims.dim, "u"}, L{"L", dims.seqlen, "u"};
-  Size N{"N", dims.dstate, "A"}, saved{"saved states", dims.saved(), "u's L"};
+  Size N{"N", dims.dstate, "A"}, saved{"saved states", -1, "u's L"};
   absl::Status st = Match(dout, "dout", "(batch, dim, L)", {&batch, &dim, &L});
   if (st.ok()) st = Match(saved_states, "saved_states", "(batch, dim, saved states, N)", {&batch, &dim, &saved, &N});
+  int64_t interval;
+  if (st.ok() && saved.value >= 0 && dims.seqlen >= 0) st = SavedInterval(dims.seqlen, saved.value, &interval);
   if (!st.ok()) return st;
   if (has_d_last_state) return Match(d_last_state, "d_last_state", "(batch, dim, N)", {&batch, &dim, &N});
   return CheckAbsent(d_last_state, "d_last_state", "has_d_last_state");

@@ -29,14 +29,22 @@ struct ScanInputs {
 struct ScanDims {
   int64_t batch = -1, dim = -1, seqlen = -1, dstate = -1, groups = -1;
   int B_var = -1, C_var = -1;  // 1 variable, 0 fixed, -1 unknown (B's rank unknown)
-  int64_t saved() const { return seqlen < 0 ? -1 : sf_scan_saved_states(seqlen); }
+  // Saved states at an interval (0: the default); -1 where L is unknown.
+  int64_t saved(int64_t interval = 0) const { return seqlen < 0 ? -1 : sf_scan_saved_count(seqlen, interval); }
 };
 
 // Checks ranks, sizes and dtypes; every message names the argument. Unknown ranks and
 // dimensions pass (the kernel checks again with everything known).
 absl::Status CheckScanInputs(const ScanInputs& in, ScanDims* dims);
 
-// The gradient op's extra inputs: the forward's saved states, dout and d_last_state.
+// The state interval the forward's saved states were taken at, from their count (their
+// dimension 2): 0 for the default interval's count, else the power of two from 4 up whose
+// count it is (counts of 1 mean no state before the last: the default). An error names
+// saved_states when no interval gives that count.
+absl::Status SavedInterval(int64_t seqlen, int64_t nsaved, int64_t* interval);
+
+// The gradient op's extra inputs: the forward's saved states (any interval's count), dout
+// and d_last_state.
 absl::Status CheckScanGradInputs(const ScanDims& dims, const PartialShape& saved_states,
                                  const PartialShape& dout, const PartialShape& d_last_state,
                                  bool has_d_last_state);

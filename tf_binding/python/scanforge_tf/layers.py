@@ -12,16 +12,20 @@ from scanforge_tf.ops import selective_scan
 class SelectiveScan(keras.layers.Layer):
     """selective_scan as a layer: call(u, delta, A, B, C, D=None, z=None, delta_bias=None,
     initial_state=None) with the shapes of scanforge_tf.selective_scan; deterministic=True
-    makes its gradient bitwise reproducible on the GPU."""
+    makes its gradient bitwise reproducible on the GPU; save_block_states=True makes
+    training calls (training=True) save every backward block's starting state
+    (selective_scan's save_block_states: faster training, more memory)."""
 
-    def __init__(self, delta_softplus=False, return_last_state=False, deterministic=False, **kwargs):
+    def __init__(self, delta_softplus=False, return_last_state=False, deterministic=False,
+                 save_block_states=False, **kwargs):
         super().__init__(**kwargs)
         self.delta_softplus = delta_softplus
         self.return_last_state = return_last_state
         self.deterministic = deterministic
+        self.save_block_states = save_block_states
         self.supports_jit = False  # XLA cannot compile a custom op
 
-    def call(self, u, delta, A, B, C, D=None, z=None, delta_bias=None, initial_state=None):
+    def call(self, u, delta, A, B, C, D=None, z=None, delta_bias=None, initial_state=None, training=None):
         # Under a mixed-precision policy Keras hands every floating input over in the
         # compute dtype; the op takes A, D, delta_bias, the initial state and fixed (2-D)
         # B and C in float32, and delta, z and variable B and C in u's dtype.
@@ -39,11 +43,13 @@ class SelectiveScan(keras.layers.Layer):
         return selective_scan(u, delta, A, B, C, D=D, z=z, delta_bias=delta_bias,
                               delta_softplus=self.delta_softplus,
                               return_last_state=self.return_last_state,
-                              initial_state=initial_state, deterministic=self.deterministic)
+                              initial_state=initial_state, deterministic=self.deterministic,
+                              save_block_states=self.save_block_states and bool(training))
 
     def get_config(self):
         return {**super().get_config(), "delta_softplus": self.delta_softplus,
-                "return_last_state": self.return_last_state, "deterministic": self.deterministic}
+                "return_last_state": self.return_last_state, "deterministic": self.deterministic,
+                "save_block_states": self.save_block_states}
 
 
 def _dt_bias_initializer(dt_min=0.001, dt_max=0.1, dt_init_floor=1e-4):
@@ -69,9 +75,10 @@ class MambaVisionMixer(keras.layers.Layer):
     """
 
     def __init__(self, d_model, d_state=8, d_conv=3, expand=1, dt_rank="auto", deterministic=False,
-                 **kwargs):
+                 save_block_states=False, **kwargs):
         super().__init__(**kwargs)
         self.deterministic = deterministic  # the scan's gradient bitwise reproducible on the GPU
+        self.save_block_states = save_block_states  # training calls: selective_scan's option
         self.d_model = d_model
         self.d_state = d_state
         self.d_conv = d_conv
@@ -108,7 +115,7 @@ class MambaVisionMixer(keras.layers.Layer):
                                      initializer=keras.initializers.Constant(a_log), autocast=False)
         self.D = self.add_weight(shape=(half,), name="D", dtype="float32", initializer="ones", autocast=False)
 
-    def call(self, hidden_states):
+    def call(self, hidden_states, training=None):
         half = self.d_inner // 2
         xz = self.in_proj(hidden_states)                       # (b, L, d_inner)
         x, z = xz[..., :half], xz[..., half:]
@@ -124,7 +131,8 @@ class MambaVisionMixer(keras.layers.Layer):
             to_channels_first(B), to_channels_first(C),         # (b, N, L): one group
             D=tf.convert_to_tensor(self.D),
             delta_bias=tf.cast(self.dt_proj.bias, tf.float32),  # ...and once more here
-            delta_softplus=True, deterministic=self.deterministic)
+            delta_softplus=True, deterministic=self.deterministic,
+            save_block_states=self.save_block_states and bool(training))
         y = tf.concat([to_channels_first(y), z], axis=-1)       # (b, L, d_inner)
         return self.out_proj(y)
 
@@ -152,4 +160,4 @@ class MambaVisionMixer(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "d_model": self.d_model, "d_state": self.d_state,
                 "d_conv": self.d_conv, "expand": self.expand, "dt_rank": self.dt_rank_arg,
-                "deterministic": self.deterministic}
+                "deterministic": self.deterministic, "save_block_states": self.save_block_states}
