@@ -113,6 +113,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ end
   const long long state_row = ((long long)b * f.dim + d) * $(N);
   const float *saved_row = f.saved_states + state_row * f.nsaved; /* (nsaved, N) */
+  /* saved states a chunk: the state before chunk c is saved state c * saved_per_chunk - 1 */
+  const int saved_per_chunk = $(K) / f.state_interval;
 
   for (int n = lane; n < $(N); n += $(T)) e_carry[0][slot][n] = p.d_last_state ? p.d_last_state[state_row + n] : 0.f;
   for (int n = seg_lane; n < $(N); n += $(LANES)) {
@@ -231,8 +233,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
         before_a = before_a * pre_a;
       }
 @ end
-      /* the state before the chunk: saved state c * chunk / interval - 1 (the interval divides the chunk) */
-      const float h_start = c > 0 ? saved_row[(long long)(c * ($(K) / f.state_interval) - 1) * $(N) + n] : (f.h0 ? f.h0[state_row + n] : 0.f);
+      const float h_start = c > 0 ? saved_row[(long long)(c * saved_per_chunk - 1) * $(N) + n] : (f.h0 ? f.h0[state_row + n] : 0.f);
       {
         float h = before_a * h_start + before_x;
 #pragma unroll
