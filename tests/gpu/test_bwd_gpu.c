@@ -31,6 +31,18 @@ static void describe(char *buf, size_t cap, const sf_check_bwd_result *r) {
     used += (size_t)snprintf(buf + used, cap - used, "%s %.2g ", r->grads[i].name, r->grads[i].error);
 }
 
+/* One backward check with `spec` that must run and pass; `label` names it in messages. */
+static void expect_check_passes(const sf_check_shape *shape, const char *spec, uint64_t seed, const char *label) {
+  sf_launch launch = {.spec = spec};
+  sf_check_bwd_result r;
+  sf_status st = sf_check_bwd(gpu_ctx, shape, &launch, seed, &r);
+  cr_expect_eq(st, SF_OK, "%s (%s): %s", label, spec, sf_last_error());
+  if (st != SF_OK) return;
+  char errors[512] = "";
+  describe(errors, sizeof errors, &r);
+  cr_expect(r.passed, "%s (%s): %s(bar %.0e)", label, spec, errors, r.bar);
+}
+
 static int run_matrix(sf_dtype dtype, int dstate) {
   static const int64_t lengths[] = {1, 49, 196, 2047, 2049, 4096};
   int failures = 0;
@@ -169,12 +181,9 @@ Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardow
     sf_check_shape shape = {.batch = 2, .dim = 40, .seqlen = 300, .dstate = 16, .groups = 1,
                             .dtype = dtypes[t], .z = true, .D = true, .delta_bias = true, .softplus = true,
                             .B_fixed = true, .C_fixed = true, .h0 = true, .d_last_state = true};
-    sf_launch launch = {.spec = "split=state,threads=8,items=8,channels=16"};
-    sf_check_bwd_result r;
-    cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r), SF_OK, "%s", sf_last_error());
-    char errors[512] = "";
-    describe(errors, sizeof errors, &r);
-    cr_expect(r.passed, "%s dim 40, fixed B and C: %s(bar %.0e)", sf_dtype_name(dtypes[t]), errors, r.bar);
+    char label[64];
+    snprintf(label, sizeof label, "%s dim 40, fixed B and C", sf_dtype_name(dtypes[t]));
+    expect_check_passes(&shape, "split=state,threads=8,items=8,channels=16", seed++, label);
   }
   /* Enough channels to fill the GPU: one block walks all intervals of its channels (the
    * small shapes above walk them in parallel). */
@@ -182,23 +191,13 @@ Test(bwd_gpu, split_state_configurations, .init = gpu_setup, .fini = gpu_teardow
     sf_check_shape shape = {.batch = 32, .dim = 512, .seqlen = 1100, .dstate = 16, .groups = 1,
                             .dtype = SF_BF16, .z = true, .D = true, .delta_bias = true,
                             .softplus = true, .h0 = true, .d_last_state = true};
-    sf_launch launch = {.spec = "split=state,threads=8,items=8,channels=8"};
-    sf_check_bwd_result r;
-    cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r), SF_OK, "%s", sf_last_error());
-    char errors[512] = "";
-    describe(errors, sizeof errors, &r);
-    cr_expect(r.passed, "32x512x1100: %s(bar %.0e)", errors, r.bar);
+    expect_check_passes(&shape, "split=state,threads=8,items=8,channels=8", seed++, "32x512x1100");
   }
   /* One long sequence: 100k steps, 196 intervals. */
   sf_check_shape shape = {.batch = 1, .dim = 16, .seqlen = 100000, .dstate = 16, .groups = 1,
                           .dtype = SF_BF16, .z = true, .D = true, .delta_bias = true,
                           .softplus = true, .h0 = true, .d_last_state = true};
-  sf_launch launch = {.spec = "split=state,threads=4,items=4,channels=8,states=1"};
-  sf_check_bwd_result r;
-  cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &launch, seed, &r), SF_OK, "%s", sf_last_error());
-  char errors[512] = "";
-  describe(errors, sizeof errors, &r);
-  cr_expect(r.passed, "L=100000: %s(bar %.0e)", errors, r.bar);
+  expect_check_passes(&shape, "split=state,threads=4,items=4,channels=8,states=1", seed, "L=100000");
 }
 
 /* States saved every `items` steps or fewer (docs/design-block-states.md): the blocks start
@@ -228,15 +227,10 @@ Test(bwd_gpu, block_states, .init = gpu_setup, .fini = gpu_teardown, .timeout = 
                             .groups = 1, .dtype = k % 2 ? SF_FP32 : SF_BF16, .z = true, .D = true,
                             .delta_bias = true, .softplus = true, .h0 = true, .d_last_state = true,
                             .state_interval = calls[k].interval};
-    sf_launch launch = {.spec = calls[k].spec};
-    sf_check_bwd_result r;
-    sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
-    cr_expect_eq(st, SF_OK, "%s every %lld: %s", calls[k].spec, (long long)calls[k].interval, sf_last_error());
-    if (st != SF_OK) continue;
-    char errors[512] = "";
-    describe(errors, sizeof errors, &r);
-    cr_expect(r.passed, "%s every %lld, %lldx%lldx%lld: %s(bar %.0e)", calls[k].spec, (long long)calls[k].interval,
-              (long long)calls[k].batch, (long long)calls[k].dim, (long long)calls[k].L, errors, r.bar);
+    char label[96];
+    snprintf(label, sizeof label, "every %lld, %lldx%lldx%lld", (long long)calls[k].interval,
+             (long long)calls[k].batch, (long long)calls[k].dim, (long long)calls[k].L);
+    expect_check_passes(&shape, calls[k].spec, seed++, label);
   }
 }
 

@@ -15,8 +15,13 @@ pytestmark = pytest.mark.skipif(not tf.config.list_physical_devices("GPU"), reas
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
-def test_gpu_matches_reference(dtype, rng):
-    p = ref.random_problem(rng, 2, 64, 196, 8, groups=2, h0=True)
+@pytest.mark.parametrize("block_states", [False, True], ids=["default", "block_states"])
+def test_gpu_matches_reference(dtype, block_states, rng):
+    """Forward and every gradient. With save_block_states the forward saves every backward
+    block's starting state (saved_states then hold far more than the default interval's
+    count) and the gradient reads them."""
+    L, N = (1000, 16) if block_states else (196, 8)
+    p = ref.random_problem(rng, 2, 64, L, N, groups=1 if block_states else 2, h0=True)
     dout = rng.standard_normal(p["u"].shape)
     with tf.device("/GPU:0"):
         t, exact = to_tf(p, dtype)
@@ -26,8 +31,12 @@ def test_gpu_matches_reference(dtype, rng):
             tape.watch(list(sources.values()))
             out = scanforge_tf.selective_scan(
                 t["u"], t["delta"], t["A"], t["B"], t["C"], D=t["D"], z=t["z"], delta_bias=t["delta_bias"],
-                delta_softplus=True, initial_state=t["h0"])
+                delta_softplus=True, initial_state=t["h0"], save_block_states=block_states)
         grads = tape.gradient(out, sources, output_gradients=W)
+        if block_states:
+            saved = _ops.mamba_selective_scan(*sources.values(), delta_softplus=True, has_D=True, has_z=True,
+                                              has_delta_bias=True, has_h0=True, state_interval=-1)[2]
+            assert saved.shape[2] >= L // 16  # a state every 4-16 steps, not the default's every 512
     assert "GPU" in out.device
     assert ref.relerr(tf.cast(out, tf.float64), ref.forward(exact)[0]) <= FWD_BAR[dtype]
     ref_grads = ref.backward(exact, tf.cast(W, tf.float64).numpy())
@@ -110,28 +119,3 @@ def test_mirrored_strategy_two_gpus_match_one_device(rng):
         np.testing.assert_allclose(replicas[0], one.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
         assert not np.allclose(one.numpy(), init[name].astype(np.float32)), name  # the step moved it
 
-
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_gpu_block_states_match_reference(dtype, rng):
-    """save_block_states=True: the forward saves every backward block's starting state (its
-    saved_states then hold more than the default interval's count) and the gradient, which
-    reads them, matches the reference."""
-    p = ref.random_problem(rng, 2, 64, 1000, 16, groups=1, h0=True)
-    dout = rng.standard_normal(p["u"].shape)
-    with tf.device("/GPU:0"):
-        t, exact = to_tf(p, dtype)
-        W = tf.cast(tf.constant(dout, tf.float32), t["u"].dtype)
-        sources = {k: t[k] for k in ("u", "delta", "A", "B", "C", "D", "z", "delta_bias", "h0")}
-        with tf.GradientTape() as tape:
-            tape.watch(list(sources.values()))
-            out = scanforge_tf.selective_scan(
-                t["u"], t["delta"], t["A"], t["B"], t["C"], D=t["D"], z=t["z"], delta_bias=t["delta_bias"],
-                delta_softplus=True, initial_state=t["h0"], save_block_states=True)
-        grads = tape.gradient(out, sources, output_gradients=W)
-        saved = _ops.mamba_selective_scan(*sources.values(), delta_softplus=True, has_D=True, has_z=True,
-                                          has_delta_bias=True, has_h0=True, state_interval=-1)[2]
-    assert saved.shape[2] >= 1000 // 16  # a state every 4-16 steps, not the default's every 512
-    assert ref.relerr(tf.cast(out, tf.float64), ref.forward(exact)[0]) <= FWD_BAR[dtype]
-    ref_grads = ref.backward(exact, tf.cast(W, tf.float64).numpy())
-    for name, g in grads.items():
-        assert ref.relerr(tf.cast(g, tf.float64), ref_grads[name]) <= GRAD_BAR[dtype], name
