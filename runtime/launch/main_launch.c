@@ -29,6 +29,12 @@ int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch) {
   return (int64_t)plan->grid_x * batch * (plan->segments.count > 0 ? plan->segments.count : 1);
 }
 
+int64_t sf_main_launch_waves(const sf_main_launch *plan, int64_t batch, int sm_count) {
+  const int64_t blocks = sf_main_launch_blocks(plan, batch);
+  const int64_t at_once = (int64_t)plan->kernel->blocks_per_sm * sm_count;
+  return at_once > 0 ? (blocks + at_once - 1) / at_once : INT64_MAX;
+}
+
 sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_main_launch *plan, int64_t batch,
                                sf_launch_shape *out) {
   int sm_count = 0;

@@ -21,6 +21,31 @@ sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *lau
   return sf_call_variant(args, SF_OP_FWD, false, launch, out);
 }
 
+/* A split=state launch the runtime chose (no spec) whose blocks spill into one more wave
+ * than the same launch with half the steps a block would need takes the shorter blocks:
+ * fewer registers and less shared memory, so more blocks an SM (docs/design-waves.md). */
+static sf_status fit_items(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch, sf_variant *v,
+                           sf_main_launch *plan) {
+  if (launch->spec || !v->split_states || v->items <= SF_FWD_FIT_MIN_ITEMS || plan->segments.count > 0) return SF_OK;
+  int sm_count = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st != SF_OK) return st;
+  const int64_t waves = sf_main_launch_waves(plan, r->batch, sm_count);
+  if (waves <= 1 || waves == INT64_MAX) return SF_OK;
+  sf_variant shorter = *v;
+  shorter.items /= 2;
+  sf_main_launch plan_shorter;
+  /* the twin is an option: if it cannot be planned (refused, compiled, loaded), the call runs as planned */
+  if (sf_main_launch_plan(ctx, &shorter, sf_main_entry(&shorter, r), r->batch, r->dim, r->seqlen,
+                          SF_FWD_PARALLEL_MAX_FILL, &plan_shorter) != SF_OK) {
+    sf_clear_error();
+    return SF_OK;
+  }
+  if (plan_shorter.segments.count == 0 && sf_main_launch_waves(&plan_shorter, r->batch, sm_count) < waves)
+    *v = shorter, *plan = plan_shorter;
+  return SF_OK;
+}
+
 /* The variant and the main kernel's plan of a resolved device call. */
 static sf_status plan_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch, sf_variant *v,
                           sf_main_launch *plan) {
@@ -32,7 +57,9 @@ static sf_status plan_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_l
   if (v->split_states && (v->B_var || v->C_var) && (r->dim / r->groups) % v->channels != 0)
     return sf_fail(SF_EINVAL, "forward variant with split=state: channels (%d) must divide the channels of a group (dim / groups = %lld): a block shares one group's B and C",
                    v->channels, (long long)(r->dim / r->groups));
-  return sf_main_launch_plan(ctx, v, sf_main_entry(v, r), r->batch, r->dim, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, plan);
+  st = sf_main_launch_plan(ctx, v, sf_main_entry(v, r), r->batch, r->dim, r->seqlen, SF_FWD_PARALLEL_MAX_FILL, plan);
+  if (st == SF_OK) st = fit_items(ctx, r, launch, v, plan);
+  return st;
 }
 
 static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch) {

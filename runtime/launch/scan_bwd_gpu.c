@@ -116,14 +116,6 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
   return st != SF_OK ? st : freed;
 }
 
-/* Times the GPU fills up with the plan's blocks (the blocks the main kernel runs at once:
- * its blocks an SM times the SMs); INT64_MAX when the occupancy is unknown. */
-static int64_t plan_waves(const sf_main_launch *plan, int64_t batch, int sm_count) {
-  const int64_t blocks = sf_main_launch_blocks(plan, batch);
-  const int64_t at_once = (int64_t)plan->kernel->blocks_per_sm * sm_count;
-  return at_once > 0 ? (blocks + at_once - 1) / at_once : INT64_MAX;
-}
-
 /* A launch the runtime chose (no spec) whose blocks spill into one more wave than the
  * same launch with pairs=1 would need takes pairs=1: half the shared memory of the dB/dC
  * sums, more blocks an SM, for a shuffle and an add per (t, n) (docs/design-pairs.md). */
@@ -134,7 +126,7 @@ static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
   int sm_count = 0;
   sf_status st = sf_context_sm_count(ctx, &sm_count);
   if (st != SF_OK) return st;
-  const int64_t waves = plan_waves(plan, f->batch, sm_count);
+  const int64_t waves = sf_main_launch_waves(plan, f->batch, sm_count);
   if (waves <= 1 || waves == INT64_MAX) return SF_OK;
   sf_variant paired = *v;
   paired.pairs = true;
@@ -145,7 +137,7 @@ static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
     sf_clear_error();
     return SF_OK;
   }
-  if (plan_paired.segments.count == 0 && plan_waves(&plan_paired, f->batch, sm_count) < waves)
+  if (plan_paired.segments.count == 0 && sf_main_launch_waves(&plan_paired, f->batch, sm_count) < waves)
     *v = paired, *plan = plan_paired;
   return SF_OK;
 }

@@ -3,6 +3,7 @@
  * chosen exactly when it needs fewer waves, and only without a launch spec. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "scanforge/scanforge.h"
@@ -54,4 +55,43 @@ Test(launch_plan_fake, pairs_only_when_they_save_a_wave, .init = setup, .fini = 
     cr_expect_eq(chosen.variant.pairs, calls[k].pairs, "row %zu", k);
     cr_expect_eq(chosen.blocks_per_sm, (chosen.variant.pairs ? paired : plain).blocks_per_sm);
   }
+}
+
+/* A forward of (batch, dim, L, N) in bf16 with every optional input but h0; never read. */
+static sf_scan_fwd_args forward_call(int64_t batch, int64_t dim, int64_t seqlen, int dstate) {
+  static _Alignas(16) float never_read[4];
+  float *x = never_read;
+  return (sf_scan_fwd_args){.batch = batch, .dim = dim, .seqlen = seqlen, .dstate = dstate, .groups = 1,
+                            .dtype = SF_BF16, .delta_softplus = true, .u = x, .delta = x, .A = x, .B = x,
+                            .B_var = true, .C = x, .C_var = true, .D = x, .delta_bias = x, .out = x};
+}
+
+/* The forward's plan halves a chosen launch's steps a block when that saves a wave (its
+ * smaller stages hold more blocks an SM), never below 8 steps, and runs a spec as written. */
+Test(launch_plan_fake, forward_halves_items_only_when_that_saves_a_wave, .init = setup, .fini = teardown,
+     .timeout = 300) {
+  static const struct { int64_t batch, dim, seqlen; int dstate; } calls[] = {
+      {64, 256, 196, 8}, {96, 256, 196, 8}, {128, 256, 196, 8}, {192, 256, 196, 8}, {64, 160, 196, 8},
+      {8, 1536, 2048, 16}, {16, 2048, 2048, 16}};
+  int halved = 0;
+  for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+    sf_scan_fwd_args args = forward_call(calls[k].batch, calls[k].dim, calls[k].seqlen, calls[k].dstate);
+    sf_variant planned;
+    cr_assert_eq(sf_scan_fwd_variant(&args, NULL, &planned), SF_OK, "%s", sf_last_error());
+    if (!planned.split_states || planned.items <= 8) continue;
+    char as_planned[64], halves[64];
+    snprintf(as_planned, sizeof as_planned, "items=%d", planned.items);
+    snprintf(halves, sizeof halves, "items=%d", planned.items / 2);
+    sf_launch_shape chosen, plain, shorter;
+    cr_assert_eq(sf_scan_fwd_shape(ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
+    cr_assert_eq(sf_scan_fwd_shape(ctx, &args, &(sf_launch){.spec = as_planned}, &plain), SF_OK, "%s", sf_last_error());
+    cr_assert_eq(sf_scan_fwd_shape(ctx, &args, &(sf_launch){.spec = halves}, &shorter), SF_OK, "%s", sf_last_error());
+    cr_expect_eq(plain.variant.items, planned.items, "a spec is run as written");
+    const bool saves_a_wave = plain.segments == 0 && shorter.segments == 0 && waves(&shorter) < waves(&plain);
+    cr_expect_eq(chosen.variant.items, saves_a_wave ? planned.items / 2 : planned.items,
+                 "row %zu: %lld waves at %d items, %lld at %d", k, (long long)waves(&plain), planned.items,
+                 (long long)waves(&shorter), planned.items / 2);
+    halved += chosen.variant.items < planned.items;
+  }
+  cr_expect_gt(halved, 0, "no row exercised the rule: pick shapes just past a wave");
 }
