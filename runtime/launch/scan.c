@@ -15,6 +15,7 @@
 #include "runtime/launch/segments.h"
 #include "runtime/launch/call_variant.h"
 #include "runtime/launch/main_launch.h"
+#include "runtime/launch_config/heuristics.h"
 
 sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out) {
   if (!args || !out) return sf_fail(SF_EINVAL, "sf_scan_fwd_variant: args and out must not be NULL");

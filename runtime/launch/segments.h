@@ -60,8 +60,6 @@ sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen,
  * wave ((2,512,2048,128) bf16), 10-35% slower at 48%. */
 #define SF_BWD_PARALLEL_MAX_FILL 0.5
 #define SF_FWD_PARALLEL_MAX_FILL 0.4
-/* The forward's launch plan may halve a chosen launch's items down to this many (fit_items, scan.c). */
-#define SF_FWD_FIT_MIN_ITEMS 8
 /* Shorter segments give more blocks but more carries to combine and a pipeline to fill
  * per block ($SCANFORGE_MIN_SEGMENT overrides it, for experiments: a power of two). */
 #define SF_MIN_SEGMENT 64

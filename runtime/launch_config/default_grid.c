@@ -1,5 +1,6 @@
 /* default_grid.c: the variants compiled ahead of time: the heuristics' choices, the shipped
- * tuning winners and their pairs=1 twins. */
+ * tuning winners, and the twins the launch plans may take instead (the backward's pairs=1,
+ * the forward's half items). */
 #include "runtime/launch_config/default_grid.h"
 
 #include <inttypes.h>
@@ -91,10 +92,14 @@ int sf_default_grid(sf_variant *variants, int capacity) {
   add_shipped_winners(&g);
   const int chosen = g.count;
   for (int i = 0; i < chosen; i++) {
-    if (!sf_variant_can_pair(&g.variants[i])) continue;
     sf_variant twin = g.variants[i];
-    twin.pairs = true;
-    add_unique(&g, &twin);
+    if (sf_variant_can_pair(&twin)) {
+      twin.pairs = true;
+      add_unique(&g, &twin);
+    } else if (twin.op == SF_OP_FWD && twin.split_states && twin.items > SF_FWD_FIT_MIN_ITEMS) {
+      twin.items /= 2;
+      add_unique(&g, &twin);
+    }
   }
   if (g.out_of_memory) {
     free(g.variants);

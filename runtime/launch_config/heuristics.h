@@ -15,4 +15,8 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
  * block's channels share their B and C rows. */
 void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen);
 
+/* The forward's launch plan may halve a chosen split=state launch's items, down to this many,
+ * when that saves a wave (fit_items, runtime/launch/scan.c); the default grid holds those twins. */
+#define SF_FWD_FIT_MIN_ITEMS 8
+
 #endif

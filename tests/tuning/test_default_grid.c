@@ -93,3 +93,21 @@ Test(default_grid, every_backward_that_can_pair_has_its_twin) {
   v.pairs = true;
   cr_expect(in_grid(&v, count));
 }
+
+/* The forward's launch plan may take the chosen launch with half the items (fit_items). */
+Test(default_grid, every_split_state_forward_has_its_half_items_twin) {
+  int count = make_grid();
+  int checked = 0;
+  for (int i = 0; i < count; i++) {
+    if (grid[i].op != SF_OP_FWD || !grid[i].split_states || grid[i].items <= SF_FWD_FIT_MIN_ITEMS) continue;
+    sf_variant twin = grid[i], parent = grid[i];
+    twin.items /= 2;
+    parent.items *= 2;
+    char spec[512];
+    sf_variant_format(&grid[i], spec, sizeof spec);
+    /* a twin is taken once, from the chosen launch: a twin's own twin is never needed */
+    cr_expect(in_grid(&twin, count) || in_grid(&parent, count), "%s has no twin with half the items", spec);
+    checked += in_grid(&twin, count);
+  }
+  cr_expect_gt(checked, 0);
+}
