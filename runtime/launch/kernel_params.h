@@ -31,11 +31,12 @@ typedef struct sf_fwd_params {
   int dim;
   int seqlen;
   int groups;  /* channel d reads group d / (dim / groups) */
-  int state_interval; /* a power of two; see sf_scan_state_interval */
+  int state_interval; /* a power of two: sf_scan_fwd_args.state_interval resolved */
   int nsaved;         /* ceil(seqlen / state_interval) */
   /* Segments in parallel (split=state templates, their carry pass first): block z takes
-   * the steps [z * segment, (z + 1) * segment) alone. segment is a power of two that
-   * divides state_interval (so a segment never straddles a saved state); nsegments =
+   * the steps [z * segment, (z + 1) * segment) alone. segment is a power of two, a
+   * multiple of items, that divides the default interval; with a shorter state_interval
+   * it may span several saved states, and the backward then needs no carry_state; nsegments =
    * ceil(seqlen / segment). The carries, (batch, dim, nsegments, N) each: the product of
    * a segment's decays and its state at its end from a state of 0 at its start. NULL
    * (and nsegments 0): one block scans every step. The carry pass writes them; the

@@ -182,7 +182,7 @@ class ScanForwardOp : public ScanKernelBase {
     Placement<kGpu> where;
     OP_REQUIRES_OK(ctx, where.Init(ctx));
     args.state_interval = state_interval_;
-    if (state_interval_ < 0) OP_REQUIRES_OK(ctx, BlockInterval(args, where.launch, &args.state_interval));
+    if (state_interval_ < 0) args.state_interval = BlockInterval(args, where.launch);
     Tensor *out, *last_state, *saved_states;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(kU).shape(), &out));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({d.batch, d.dim, d.dstate}), &last_state));
@@ -198,17 +198,15 @@ class ScanForwardOp : public ScanKernelBase {
 
  private:
   // state_interval = -1: the interval at which the backward this call's gradient will run
-  // finds every block's starting state (its variant's items); on the CPU the default.
-  absl::Status BlockInterval(const sf_scan_fwd_args& args, const sf_launch& launch, int64_t* interval) const {
-    *interval = 0;
-    if (!kGpu) return absl::OkStatus();
+  // finds every block's starting state (its variant's items); on the CPU, or when no
+  // backward variant suits the call (its gradient would say why), the default.
+  int64_t BlockInterval(const sf_scan_fwd_args& args, const sf_launch& launch) const {
+    if (!kGpu) return 0;
     sf_scan_bwd_args bwd = {};
     bwd.fwd = args;
     bwd.deterministic = deterministic_ || tensorflow::OpDeterminismRequired();
     sf_variant v;
-    absl::Status st = FromSf(sf_scan_bwd_variant(&bwd, &launch, &v), "sf_scan_bwd_variant");
-    if (st.ok()) *interval = sf_scan_bwd_block_interval(&v, args.seqlen);
-    return st;
+    return sf_scan_bwd_variant(&bwd, &launch, &v) == SF_OK ? sf_scan_bwd_block_interval(&v, args.seqlen) : 0;
   }
 
   int64_t state_interval_ = 0;

@@ -8,6 +8,12 @@ import tensorflow as tf
 from scanforge_tf.ops import selective_scan
 
 
+def _training_call(training):
+    """True for a call Keras made with training=True (a Python or NumPy bool); False for
+    None, False, or a symbolic flag, which cannot be read while tracing."""
+    return isinstance(training, (bool, np.bool_)) and bool(training)
+
+
 @keras.saving.register_keras_serializable(package="scanforge_tf")
 class SelectiveScan(keras.layers.Layer):
     """selective_scan as a layer: call(u, delta, A, B, C, D=None, z=None, delta_bias=None,
@@ -44,7 +50,7 @@ class SelectiveScan(keras.layers.Layer):
                               delta_softplus=self.delta_softplus,
                               return_last_state=self.return_last_state,
                               initial_state=initial_state, deterministic=self.deterministic,
-                              save_block_states=self.save_block_states and bool(training))
+                              save_block_states=self.save_block_states and _training_call(training))
 
     def get_config(self):
         return {**super().get_config(), "delta_softplus": self.delta_softplus,
@@ -132,7 +138,7 @@ class MambaVisionMixer(keras.layers.Layer):
             D=tf.convert_to_tensor(self.D),
             delta_bias=tf.cast(self.dt_proj.bias, tf.float32),  # ...and once more here
             delta_softplus=True, deterministic=self.deterministic,
-            save_block_states=self.save_block_states and bool(training))
+            save_block_states=self.save_block_states and _training_call(training))
         y = tf.concat([to_channels_first(y), z], axis=-1)       # (b, L, d_inner)
         return self.out_proj(y)
 
