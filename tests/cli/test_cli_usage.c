@@ -35,6 +35,8 @@ Test(cli_usage, bad_options_exit_2_in_every_command) {
   expect("compile op=fwd --arch sm_abc", 2, "sm_abc");
   expect("check --no-such-option", 2, "--no-such-option");
   expect("check --shape 1,2,3", 2, "--shape");
+  expect("check --shape 1,2,300,4 --state-interval 0", 2, "--state-interval");
+  expect("check --shape 1,2,300,4 --state-interval block", 2, "give --backward too");
   expect("bench --no-such-option", 2, "--no-such-option");
   expect("bench --reps 0", 2, "--reps");
   expect("demo --no-such-option", 2, "--no-such-option");
@@ -83,6 +85,14 @@ Test(cli_usage, an_architecture_refused_is_usage_as_in_cache_warm) {
 Test(cli_usage, failures_exit_1) {
   expect_env("SCANFORGE_TEMPLATE_DIR=/nonexistent/sf_templates ", "gen op=fwd", 1,
              "SCANFORGE_TEMPLATE_DIR=/nonexistent/sf_templates");
+  /* an interval the library refuses: its message names the argument and the range */
+  expect("check --shape 1,2,300,4 --device cpu --state-interval 6", 1, "state_interval: expected 0");
+}
+
+/* Saved states every 8 steps on the CPU path: the forward and the gradients that read them pass. */
+Test(cli_usage, check_takes_a_state_interval) {
+  expect("check --shape 2,4,300,8 --device cpu --z --D --delta-bias --softplus --state-interval 8", 0, "PASS");
+  expect("check --shape 2,4,300,8 --device cpu --z --D --softplus --h0 --backward --state-interval 8", 0, "PASS");
 }
 
 /* ---- --version and help ------------------------------------------------------------- */

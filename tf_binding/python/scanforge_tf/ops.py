@@ -152,8 +152,8 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     tf.config.experimental.enable_op_determinism is.
     save_block_states: for training on the GPU: the forward saves the state at the start of
     every block of steps the backward will run (every 4-16 steps instead of every 64-512),
-    so the gradient recomputes none: a Mamba-130M layer's training step about 12% faster
-    on an H200, at N x 4 / 8 more bytes per step and channel kept for the gradient
+    so the gradient recomputes none: the scan's forward plus backward for a Mamba-130M
+    layer about 12% faster on an H200, at N x 4 / 8 more bytes per step and channel kept for the gradient
     (201 MB for batch 8, 1536 channels, 2048 steps, N 16) and a forward about 20% slower;
     leave it off for inference. docs/design-block-states.md has the measurements.
     Bad inputs raise InvalidArgumentError naming the argument. Inside a function compiled
