@@ -28,23 +28,9 @@ sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *lau
 static sf_status fit_items(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch, sf_variant *v,
                            sf_main_launch *plan) {
   if (launch->spec || !v->split_states || v->items <= SF_FWD_FIT_MIN_ITEMS || plan->segments.count > 0) return SF_OK;
-  int sm_count = 0;
-  sf_status st = sf_context_sm_count(ctx, &sm_count);
-  if (st != SF_OK) return st;
-  const int64_t waves = sf_main_launch_waves(plan, r->batch, sm_count);
-  if (waves <= 1 || waves == INT64_MAX) return SF_OK;
   sf_variant shorter = *v;
   shorter.items /= 2;
-  sf_main_launch plan_shorter;
-  /* the twin is an option: if it cannot be planned (refused, compiled, loaded), the call runs as planned */
-  if (sf_main_launch_plan(ctx, &shorter, sf_main_entry(&shorter, r), r->batch, r->dim, r->seqlen,
-                          SF_FWD_PARALLEL_MAX_FILL, &plan_shorter) != SF_OK) {
-    sf_clear_error();
-    return SF_OK;
-  }
-  if (plan_shorter.segments.count == 0 && sf_main_launch_waves(&plan_shorter, r->batch, sm_count) < waves)
-    *v = shorter, *plan = plan_shorter;
-  return SF_OK;
+  return sf_main_launch_fit_waves(ctx, r, SF_FWD_PARALLEL_MAX_FILL, &shorter, v, plan);
 }
 
 /* The variant and the main kernel's plan of a resolved device call. */

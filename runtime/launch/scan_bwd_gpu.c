@@ -121,25 +121,10 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
  * sums, more blocks an SM, for a shuffle and an add per (t, n) (docs/design-pairs.md). */
 static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
                            sf_main_launch *plan) {
-  const sf_scan_fwd_args *f = &r->fwd;
   if (launch->spec || v->pairs || !sf_variant_can_pair(v) || plan->segments.count > 0) return SF_OK;
-  int sm_count = 0;
-  sf_status st = sf_context_sm_count(ctx, &sm_count);
-  if (st != SF_OK) return st;
-  const int64_t waves = sf_main_launch_waves(plan, f->batch, sm_count);
-  if (waves <= 1 || waves == INT64_MAX) return SF_OK;
   sf_variant paired = *v;
   paired.pairs = true;
-  sf_main_launch plan_paired;
-  /* the twin is an option: if it cannot be planned (compiled, loaded), the call runs as planned */
-  if (sf_main_launch_plan(ctx, &paired, sf_main_entry(&paired, f), f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL,
-                          &plan_paired) != SF_OK) {
-    sf_clear_error();
-    return SF_OK;
-  }
-  if (plan_paired.segments.count == 0 && sf_main_launch_waves(&plan_paired, f->batch, sm_count) < waves)
-    *v = paired, *plan = plan_paired;
-  return SF_OK;
+  return sf_main_launch_fit_waves(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &paired, v, plan);
 }
 
 /* The variant and the main kernel's plan of a resolved device call. */
