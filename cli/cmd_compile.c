@@ -20,7 +20,9 @@ static void usage(FILE *out) {
           "Generates the CUDA source of the variant SPEC, compiles it with NVRTC and prints\n"
           "the binary's size, registers, spills, shared memory, stack and compile time; for a\n"
           "SPEC also how many of its blocks one SM of that arch holds at once and what limits\n"
-          "them (registers, shared memory with the driver's reserve, threads, the cap per SM).\n"
+          "them (registers, shared memory with the driver's reserve, threads, the cap per SM),\n"
+          "for the main kernel and, in split=state modules, its block-states entry point\n"
+          "(sf_scan_fwd_inner_saves, sf_scan_bwd_block_states: docs/design-block-states.md).\n"
           "\n"
           "  SPEC               variant spec; omitted keys take their defaults\n"
           "  -a, --arch ARCH    target GPU: sm_75, sm_90, ... (or just 90) for a cubin;\n"
@@ -183,7 +185,13 @@ static void report(const char *what, const char *template_text, const sf_binary 
     printf("%-10s unknown\n", "spills");
   print_bytes_field("shared", b->shared_bytes);
   print_bytes_field("stack", b->stack_bytes);
-  if (entry) print_occupancy(b, entry, block_threads);
+  if (entry) {
+    print_occupancy(b, entry, block_threads);
+    /* the main kernels' stand-ins for block states (docs/design-block-states.md), where the module has them */
+    static const char *const block_state_entries[] = {"sf_scan_fwd_inner_saves", "sf_scan_bwd_block_states"};
+    for (size_t i = 0; i < sizeof block_state_entries / sizeof block_state_entries[0]; i++)
+      print_occupancy(b, block_state_entries[i], block_threads);
+  }
   printf("%-10s %.1f ms\n", "time", b->compile_ms);
 }
 

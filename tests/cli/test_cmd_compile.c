@@ -119,3 +119,16 @@ Test(cmd_compile, spec_is_generated_and_compiled) {
   cr_assert_not_null(strstr(out, "threads an SM, limited by "), "%s", out);
   free(out);
 }
+
+/* A split=state module's block-states entry points get an occupancy line of their own. */
+Test(cmd_compile, block_state_entries_report_their_occupancy, .timeout = 120) {
+  char *out;
+  cr_assert_eq(run_cli("compile op=bwd,split=state,dstate=16,threads=4,items=8,channels=8 --arch sm_90", &out), 0, "%s",
+               out);
+  cr_expect_not_null(strstr(out, "occupancy  sf_scan_bwd: "), "%s", out);
+  cr_expect_not_null(strstr(out, "occupancy  sf_scan_bwd_block_states: "), "%s", out);
+  free(out);
+  cr_assert_eq(run_cli("compile op=fwd,dstate=16 --arch sm_90", &out), 0, "%s", out);
+  cr_expect_null(strstr(out, "inner_saves"), "a split=time module has no such entry: %s", out);
+  free(out);
+}
