@@ -4,11 +4,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/error.h"
 #include "cli/bench_floor.h"
 #include "cli/scan_common.h"
+#include "generator/generator.h"
 #include "runtime/compile/compile.h"
 #include "runtime/launch/context.h"
 
@@ -115,13 +115,6 @@ static sf_status run_call(void *user, CUstream stream) {
  * times). The launch plan may load a second variant (the backward's pairs=1, the
  * forward's shorter blocks: chosen by waves): its load is timed too, and the origin says
  * "compiled" when either was compiled. */
-static bool same_variant(const sf_variant *a, const sf_variant *b) {
-  char x[512], y[512];
-  sf_variant_format(a, x, sizeof x);
-  sf_variant_format(b, y, sizeof y);
-  return strcmp(x, y) == 0;
-}
-
 static sf_status load_variant(bench_gpu *g, row_call *call, bench_pass_result *out) {
   sf_status st;
   if (call->backward) {
@@ -145,7 +138,7 @@ static sf_status load_variant(bench_gpu *g, row_call *call, bench_pass_result *o
     st = sf_scan_fwd_shape(g->ctx, &args, &call->launch, &out->shape);
   }
   out->load_ms = cli_now_ms() - t0;
-  if (st == SF_OK && out->shape.blocks > 0 && !same_variant(&out->shape.variant, &out->variant)) {
+  if (st == SF_OK && out->shape.blocks > 0 && !sf_variant_same(&out->shape.variant, &out->variant)) {
     out->variant = out->shape.variant; /* the plan fitted the launch to the GPU: this one runs */
     if (sf_compile_count() != compiles) out->origin = SF_KERNEL_COMPILED;
   }

@@ -169,7 +169,7 @@ static void print_occupancy(const sf_binary *b, const char *entry, int block_thr
 }
 
 static void report(const char *what, const char *template_text, const sf_binary *b, const char *output,
-                   const char *entry, int block_threads) {
+                   const char *entry, const char *block_states_entry, int block_threads) {
   printf("%-10s %s\n", "compiled", what);
   if (template_text) printf("%-10s %s\n", "template", template_text);
   printf("%-10s %s_%d\n", "arch", b->is_ptx ? "compute" : "sm", b->arch);
@@ -185,13 +185,9 @@ static void report(const char *what, const char *template_text, const sf_binary 
     printf("%-10s unknown\n", "spills");
   print_bytes_field("shared", b->shared_bytes);
   print_bytes_field("stack", b->stack_bytes);
-  if (entry) {
-    print_occupancy(b, entry, block_threads);
-    /* the main kernels' stand-ins for block states (docs/design-block-states.md), where the module has them */
-    static const char *const block_state_entries[] = {"sf_scan_fwd_inner_saves", "sf_scan_bwd_block_states"};
-    for (size_t i = 0; i < sizeof block_state_entries / sizeof block_state_entries[0]; i++)
-      print_occupancy(b, block_state_entries[i], block_threads);
-  }
+  if (entry) print_occupancy(b, entry, block_threads);
+  /* the main kernel's stand-in for block states, where the module has one (split=state) */
+  if (block_states_entry) print_occupancy(b, block_states_entry, block_threads);
   printf("%-10s %.1f ms\n", "time", b->compile_ms);
 }
 
@@ -235,6 +231,7 @@ int cmd_compile(int argc, char **argv) {
   char what[1024], template_text[4200] = "";
   int block_threads = 0;     /* known for a SPEC: the occupancy line */
   const char *entry = NULL; /* its main kernel */
+  const char *block_states_entry = NULL; /* and its block-states stand-in */
   char *source;
   const char *source_name;
   if (source_path) {
@@ -252,6 +249,7 @@ int cmd_compile(int argc, char **argv) {
     source_name = variant.op == SF_OP_FWD ? "scan_fwd.cu" : "scan_bwd.cu";
     block_threads = sf_variant_block_threads(&variant);
     entry = sf_kernel_name(variant.op);
+    block_states_entry = sf_block_states_entry(variant.op);
     cli_describe_template(sf_template_of(&variant), template_text, sizeof template_text);
   }
 
@@ -264,7 +262,7 @@ int cmd_compile(int argc, char **argv) {
   if (show_log || strstr(binary.log, "warning"))
     fprintf(stderr, "%s", binary.log); /* warnings matter to a template author */
   int ok = !output || write_binary(output, &binary);
-  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output, entry, block_threads);
+  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output, entry, block_states_entry, block_threads);
   sf_binary_free(&binary);
   return ok ? 0 : 1;
 }

@@ -36,6 +36,10 @@ const char *sf_template_of(const sf_variant *v) {
 
 const char *sf_kernel_name(sf_op op) { return op == SF_OP_FWD ? "sf_scan_fwd" : "sf_scan_bwd"; }
 
+const char *sf_block_states_entry(sf_op op) {
+  return op == SF_OP_FWD ? "sf_scan_fwd_inner_saves" : "sf_scan_bwd_block_states";
+}
+
 static generation *generation_of(lua_State *L) {
   return lua_touserdata(L, lua_upvalueindex(1));
 }

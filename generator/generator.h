@@ -8,6 +8,12 @@
 
 /* The generated kernel's entry point, by op: "sf_scan_fwd" or "sf_scan_bwd". */
 const char *sf_kernel_name(sf_op op);
+/* The split=state templates' stand-in for it when states are saved at least once a block
+ * (docs/design-block-states.md): "sf_scan_fwd_inner_saves" or "sf_scan_bwd_block_states". */
+const char *sf_block_states_entry(sf_op op);
+
+/* Whether two variants have the same canonical spec (every key equal). */
+bool sf_variant_same(const sf_variant *a, const sf_variant *b);
 
 /* The template a variant's source comes from, by op and split: "scan_fwd.tpl" (op=fwd,
  * split=time), "scan_fwd_states.tpl" (op=fwd, split=state), "scan_bwd.tpl" and

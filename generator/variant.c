@@ -157,6 +157,13 @@ sf_status sf_variant_apply(const char *spec, sf_variant *inout) {
 
 int sf_variant_block_threads(const sf_variant *v) { return v->threads * v->channels; }
 
+bool sf_variant_same(const sf_variant *a, const sf_variant *b) {
+  char sa[512], sb[512];
+  sf_variant_format(a, sa, sizeof sa);
+  sf_variant_format(b, sb, sizeof sb);
+  return strcmp(sa, sb) == 0;
+}
+
 bool sf_variant_can_pair(const sf_variant *v) {
   return v->op == SF_OP_BWD && v->split_states && v->B_var && v->C_var && v->channels % 2 == 0 && v->threads < 32;
 }

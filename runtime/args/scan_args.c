@@ -19,15 +19,18 @@ int64_t sf_scan_saved_states(int64_t seqlen) {
   return sf_scan_saved_count(seqlen, 0);
 }
 
+/* A state_interval resolved: 0 is the default of this L. */
+static int64_t interval_of(int64_t seqlen, int64_t state_interval) {
+  return state_interval > 0 ? state_interval : sf_scan_state_interval(seqlen);
+}
+
 int64_t sf_scan_saved_count(int64_t seqlen, int64_t state_interval) {
   if (seqlen <= 0) return 0;
-  const int64_t interval = state_interval > 0 ? state_interval : sf_scan_state_interval(seqlen);
+  const int64_t interval = interval_of(seqlen, state_interval);
   return seqlen / interval + (seqlen % interval != 0); /* ceil without overflow */
 }
 
-int64_t sf_scan_args_interval(const sf_scan_fwd_args *args) {
-  return args->state_interval > 0 ? args->state_interval : sf_scan_state_interval(args->seqlen);
-}
+int64_t sf_scan_args_interval(const sf_scan_fwd_args *args) { return interval_of(args->seqlen, args->state_interval); }
 
 bool sf_scan_fwd_has_work(const sf_scan_fwd_args *args) {
   return args->batch > 0 && args->dim > 0 && args->seqlen > 0;

@@ -148,7 +148,7 @@ static sf_status compare(const call *c, const random_problem *rp, const sf_check
   const size_t n_out = (size_t)(s->batch * s->dim * s->seqlen);
   const size_t n_state = (size_t)(s->batch * s->dim * s->dstate);
   const int64_t nsaved = sf_scan_saved_count(s->seqlen, s->state_interval);
-  const int64_t interval = s->state_interval > 0 ? s->state_interval : sf_scan_state_interval(s->seqlen);
+  const int64_t interval = sf_scan_args_interval(&(sf_scan_fwd_args){.seqlen = s->seqlen, .state_interval = s->state_interval});
   double *ref_out = malloc(n_out * sizeof(double));
   double *ref_last = malloc(n_state * sizeof(double));
   double *ref_saved = malloc(n_state * (size_t)nsaved * sizeof(double));

@@ -8,9 +8,9 @@
 
 const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f) {
   const int64_t interval = f->state_interval; /* 0, the default interval: the main kernels as ever */
-  if (interval > 0 && v->split_states && v->op == SF_OP_BWD && interval <= v->items) return "sf_scan_bwd_block_states";
+  if (interval > 0 && v->split_states && v->op == SF_OP_BWD && interval <= v->items) return sf_block_states_entry(v->op);
   if (interval > 0 && v->split_states && v->op == SF_OP_FWD && f->saved_states && interval < v->items)
-    return "sf_scan_fwd_inner_saves";
+    return sf_block_states_entry(v->op);
   return sf_kernel_name(v->op);
 }
 

@@ -8,16 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "generator/generator.h"
 #include "generator/template_set.h"
 #include "runtime/launch_config/defaults.h"
 #include "runtime/launch_config/heuristics.h"
-
-static bool same_variant(const sf_variant *a, const sf_variant *b) {
-  char sa[512], sb[512];
-  sf_variant_format(a, sa, sizeof sa);
-  sf_variant_format(b, sb, sizeof sb);
-  return strcmp(sa, sb) == 0;
-}
 
 /* The grid while it is built: grows as needed, so the count is exact. */
 typedef struct grid {
@@ -29,7 +23,7 @@ typedef struct grid {
 /* Adds v unless the grid has it already. */
 static void add_unique(grid *g, const sf_variant *v) {
   for (int i = 0; i < g->count; i++)
-    if (same_variant(&g->variants[i], v)) return;
+    if (sf_variant_same(&g->variants[i], v)) return;
   if (g->count == g->capacity) {
     int capacity = g->capacity ? 2 * g->capacity : 256;
     sf_variant *grown = realloc(g->variants, (size_t)capacity * sizeof *grown);
