@@ -68,10 +68,8 @@ sf_status bench_buffers_alloc(bench_gpu *g, const bench_row *r, bool backward, i
    * the sets' arguments give), then the sets again with that many saved states */
   sf_scan_bwd_args args = sf_measure_bwd_args(b, 0);
   const sf_launch launch = {.spec = bench_launch_bwd_spec, .untuned = bench_launch_untuned};
-  sf_variant v;
-  st = sf_scan_bwd_variant(&args, &launch, &v);
+  st = sf_scan_bwd_block_states_interval(&args, &launch, &shape.state_interval);
   if (st != SF_OK) return sf_measure_sets_free(g->cu, b), st;
-  shape.state_interval = sf_scan_bwd_block_interval(&v, r->seqlen);
   if (shape.state_interval == sf_scan_state_interval(r->seqlen)) return SF_OK;
   sf_measure_sets_free(g->cu, b);
   return sf_measure_sets_alloc(g->cu, &shape, WORKING_SET_BYTES, max_sets, b);

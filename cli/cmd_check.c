@@ -192,9 +192,9 @@ static int parse(int argc, char **argv, check_options *o) {
   if (interval_text && strcmp(interval_text, "block") == 0) {
     if (!o->backward)
       return usage_error("--state-interval: %s", "'block' is the interval of the backward's blocks: give --backward too");
-    sf_variant v;
-    if (cli_check_bwd_variant(s, o->spec, &v) != SF_OK) return usage_error("--state-interval: %s", sf_last_error());
-    s->state_interval = sf_scan_bwd_block_interval(&v, s->seqlen);
+    int64_t interval = 0;
+    if (cli_check_block_interval(s, o->spec, &interval) != SF_OK) return usage_error("--state-interval: %s", sf_last_error());
+    s->state_interval = interval;
   }
   if (o->spec) { /* a bad spec is a usage error, found before anything runs */
     sf_variant v;

@@ -37,7 +37,9 @@ static void usage(FILE *out) {
           "  --entries FILE   entries to tune instead of the default grid (the reference rows\n"
           "                   and MambaVision's shapes, fp32 and bf16): one a line,\n"
           "                   'BATCH,DIM,L,N[,G] [op=bwd,dtype=bf16,z=1,...]' ('#' comments);\n"
-          "                   keys op, dtype, z, D, delta_bias, softplus, B, C, deterministic\n"
+          "                   keys op, dtype, z, D, delta_bias, softplus, B, C, deterministic,\n"
+          "                   block_states (op=bwd: timed on the states a training forward\n"
+          "                   saves at every block's start, docs/design-block-states.md)\n"
           "                   (defaults: op=fwd,dtype=fp32,z=0,D=1,delta_bias=1,softplus=1)\n"
           "  --op LIST        fwd, bwd or all (default all): which entries of the grid or file\n"
           "  --budget SECONDS stop cleanly after this long, keeping what was measured\n"
@@ -344,8 +346,8 @@ static int run_report(const tune_cli *o, const char *db_path, const sf_tune_gpu 
       }
       shown[count++] = en;
       char flags[8], shape[48], buckets[16], winner[48], dflt[48];
-      snprintf(flags, sizeof flags, "%s%s%s", en->variant.has_z ? "z" : "-", en->variant.B_var ? "" : "Bf",
-               en->variant.deterministic ? "d" : "");
+      snprintf(flags, sizeof flags, "%s%s%s%s", en->variant.has_z ? "z" : "-", en->variant.B_var ? "" : "Bf",
+               en->variant.deterministic ? "d" : "", en->block_states ? "s" : "");
       if (en->shape.groups > 1)
         snprintf(shape, sizeof shape, "%lld,%lld,%lld,%d", (long long)en->shape.batch, (long long)en->shape.dim,
                  (long long)en->shape.seqlen, en->shape.groups);

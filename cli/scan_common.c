@@ -91,6 +91,12 @@ sf_status cli_check_bwd_variant(const sf_check_shape *s, const char *spec, sf_va
   return st;
 }
 
+sf_status cli_check_block_interval(const sf_check_shape *s, const char *spec, int64_t *interval) {
+  sf_scan_bwd_args args = query_args(s);
+  sf_launch launch = {.spec = spec};
+  return sf_scan_bwd_block_states_interval(&args, &launch, interval);
+}
+
 sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *s, const char *spec, sf_variant *inout) {
   sf_scan_bwd_args args = query_args(s);
   sf_launch launch = {.spec = spec};

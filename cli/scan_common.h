@@ -28,6 +28,8 @@ sf_status cli_check_variant(const sf_check_shape *shape, const char *spec, sf_va
 /* The variant a device backward check of this shape runs (spec may be NULL), validated:
  * threads x items must equal sf_scan_state_interval(L). */
 sf_status cli_check_bwd_variant(const sf_check_shape *shape, const char *spec, sf_variant *out);
+/* The state interval of the backward's blocks in the block-states mode (sf_scan_bwd_block_states_interval). */
+sf_status cli_check_block_interval(const sf_check_shape *shape, const char *spec, int64_t *interval);
 /* On the device: the variant the launch plan runs for that check (it may fit the launch to
  * the GPU with pairs=1: docs/design-pairs.md); *inout is left alone when nothing runs. */
 sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *shape, const char *spec, sf_variant *inout);

@@ -22,6 +22,8 @@ static sf_check_shape check_shape_for(const sf_tune_request *r, const sf_variant
     const int64_t interval = sf_scan_state_interval(L);
     c.seqlen = L < interval + interval / 2 + 1 ? L : interval + interval / 2 + 1;
     c.dim = (int64_t)v->channels * G;
+    /* a block-states request: checked on the entry point it will be timed on */
+    if (r->block_states) c.state_interval = sf_scan_bwd_block_interval(v, c.seqlen);
   } else {
     /* split=time scans chunks of threads x items steps; split=state blocks of items. */
     const int64_t chunk = v->split_states ? v->items : (int64_t)v->threads * v->items;
@@ -52,7 +54,8 @@ sf_status sf_tuner_check_candidate(run_state *s, const sf_tune_request *r, const
   const sf_check_shape shape = check_shape_for(r, v);
   for (int i = 0; i < s->memo_count; i++) {
     const check_memo *m = &s->memos[i];
-    if (strcmp(m->spec, full) == 0 && m->dim == shape.dim && m->seqlen == shape.seqlen) {
+    if (strcmp(m->spec, full) == 0 && m->dim == shape.dim && m->seqlen == shape.seqlen &&
+        m->state_interval == shape.state_interval) {
       *passed = m->passed;
       *error = m->error;
       snprintf(why, why_cap, "%s", m->why);
@@ -95,6 +98,7 @@ sf_status sf_tuner_check_candidate(run_state *s, const sf_tune_request *r, const
   snprintf(m->spec, sizeof m->spec, "%s", full);
   m->dim = shape.dim;
   m->seqlen = shape.seqlen;
+  m->state_interval = shape.state_interval;
   m->passed = *passed;
   m->error = *error;
   snprintf(m->why, sizeof m->why, "%s", why);

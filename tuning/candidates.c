@@ -34,6 +34,9 @@ static bool worth_measuring(const sf_tune_request *r, const sf_variant *v) {
   /* A block that shares one group's B and C rows needs whole groups of channels. */
   const bool shares_rows = v->op == SF_OP_BWD || v->split_states;
   if (shares_rows && (v->B_var || v->C_var) && per_group % v->channels != 0) return false;
+  /* Block states help split=state launches only (a split=time backward's blocks are
+   * whole intervals); 4 steps a block would double the states the forward writes. */
+  if (r->block_states && (!v->split_states || v->items < 8)) return false;
   if (v->split_states) return block % 32 == 0; /* lanes x channels fill whole warps */
   if (v->op == SF_OP_BWD) return chunk == sf_scan_state_interval(r->shape.seqlen);
   return chunk >= (P < 64 ? P : 64) && chunk <= (P > 64 ? P : 64);

@@ -57,6 +57,7 @@ static json_t *entry_json(const sf_tune_entry *e, bool with_candidates) {
                         (json_int_t)e->shape.dim, "seqlen", (json_int_t)e->shape.seqlen, "groups",
                         e->shape.groups);
   if (!j) return NULL;
+  if (e->block_states) json_object_set_new(j, "block_states", json_true());
   const sf_tune_knobs winner = sf_tune_knobs_of(&e->variant);
   json_object_set_new(j, "winner", config_json(&winner, e->winner_us));
   /* An entry read without "default" has none (threads 0): writing zeros would make the

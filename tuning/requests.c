@@ -25,6 +25,7 @@ sf_tune_entry sf_tune_request_key(const sf_tune_request *r) {
   sf_tune_entry e;
   memset(&e, 0, sizeof e);
   e.variant = r->variant;
+  e.block_states = r->block_states;
   e.shape = r->shape;
   e.seqlen_bucket = sf_tune_bucket(r->shape.seqlen);
   e.rows_bucket = sf_tune_bucket(r->shape.batch * r->shape.dim);
@@ -48,7 +49,8 @@ int sf_tune_default_requests(sf_tune_request *out, int cap, bool with_bwd) {
       {1, 1536, 2048, 16, true},
   };
   int count = 0;
-  for (int op = 0; op <= (with_bwd ? 1 : 0); op++)
+  /* pass 0 the forward, 1 the backward, 2 the backward on block states */
+  for (int pass = 0; pass <= (with_bwd ? 2 : 0); pass++)
     for (int t = 0; t < 2; t++) {
       const size_t n = t == 0 ? sizeof fp32_rows / sizeof fp32_rows[0] : sizeof bf16_rows / sizeof bf16_rows[0];
       for (size_t i = 0; i < n; i++) {
@@ -58,8 +60,10 @@ int sf_tune_default_requests(sf_tune_request *out, int cap, bool with_bwd) {
         const int64_t l = t == 0 ? fp32_rows[i].seqlen : bf16_rows[i].seqlen;
         const int n_state = t == 0 ? fp32_rows[i].dstate : bf16_rows[i].dstate;
         const bool z = t == 0 ? fp32_rows[i].z : bf16_rows[i].z;
-        r.variant = request_class((sf_op)op, t == 0 ? SF_FP32 : SF_BF16, n_state, z);
+        if (pass == 2 && l < 196) continue; /* training rows and the vision stages with states to save */
+        r.variant = request_class(pass == 0 ? SF_OP_FWD : SF_OP_BWD, t == 0 ? SF_FP32 : SF_BF16, n_state, z);
         r.shape = (sf_tune_shape){b, d, l, 1};
+        r.block_states = pass == 2;
         /* One request per key: a later shape of the same bucket adds nothing. */
         sf_tune_entry key = sf_tune_request_key(&r);
         bool seen = false;
@@ -84,10 +88,10 @@ void sf_tune_request_format(const sf_tune_request *r, char *buf, size_t cap) {
   else
     snprintf(shape, sizeof shape, "%lld,%lld,%lld,%d", (long long)r->shape.batch, (long long)r->shape.dim,
              (long long)r->shape.seqlen, v->dstate);
-  snprintf(buf, cap, "%s op=%s,dtype=%s,z=%d,D=%d,delta_bias=%d,softplus=%d,B=%s,C=%s%s", shape,
+  snprintf(buf, cap, "%s op=%s,dtype=%s,z=%d,D=%d,delta_bias=%d,softplus=%d,B=%s,C=%s%s%s", shape,
            v->op == SF_OP_FWD ? "fwd" : "bwd", sf_dtype_name(v->dtype), v->has_z, v->has_D, v->has_delta_bias,
            v->softplus, v->B_var ? "var" : "fixed", v->C_var ? "var" : "fixed",
-           v->deterministic ? ",deterministic=1" : "");
+           v->deterministic ? ",deterministic=1" : "", r->block_states ? ",block_states=1" : "");
 }
 
 /* "B,D,L,N[,G]": positive integers. */
@@ -115,21 +119,32 @@ static bool parse_shape(const char *text, sf_tune_request *r) {
   return true;
 }
 
-/* Applies "key=value,..." allowing op, dtype and the flags only. */
-static sf_status apply_keys(const char *spec, sf_variant *v) {
+/* Applies "key=value,..." allowing op, dtype, the flags and block_states only. */
+static sf_status apply_keys(const char *spec, sf_tune_request *r) {
   static const char *allowed[] = {"op", "dtype", "z", "D", "delta_bias", "softplus", "B", "C", "deterministic"};
-  char copy[512];
+  char copy[512], variant_keys[512] = "";
   snprintf(copy, sizeof copy, "%s", spec);
   for (char *rest = copy, *pair; (pair = strsep(&rest, ",")) != NULL;) {
     char *eq = strchr(pair, '=');
     if (!eq) return sf_fail(SF_EINVAL, "'%s' is not a key=value pair", pair);
     *eq = '\0';
+    if (strcmp(pair, "block_states") == 0) { /* the request's, not the variant's */
+      if (strcmp(eq + 1, "0") != 0 && strcmp(eq + 1, "1") != 0)
+        return sf_fail(SF_EINVAL, "key 'block_states': expected 0 or 1, got '%s'", eq + 1);
+      r->block_states = eq[1] == '1';
+      continue;
+    }
     bool ok = false;
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) ok |= strcmp(pair, allowed[i]) == 0;
     if (!ok)
-      return sf_fail(SF_EINVAL, "key '%s' is not allowed in an entry (allowed: op, dtype, z, D, delta_bias, softplus, B, C, deterministic; N comes from the shape)", pair);
+      return sf_fail(SF_EINVAL, "key '%s' is not allowed in an entry (allowed: op, dtype, z, D, delta_bias, softplus, B, C, deterministic, block_states; N comes from the shape)", pair);
+    size_t used = strlen(variant_keys);
+    snprintf(variant_keys + used, sizeof variant_keys - used, "%s%s=%s", used ? "," : "", pair, eq + 1);
   }
-  return sf_variant_apply(spec, v);
+  sf_status st = variant_keys[0] ? sf_variant_apply(variant_keys, &r->variant) : SF_OK;
+  if (st == SF_OK && r->block_states && r->variant.op != SF_OP_BWD)
+    st = sf_fail(SF_EINVAL, "key 'block_states': applies to op=bwd only");
+  return st;
 }
 
 sf_status sf_tune_parse_requests(const char *text, const char *origin, sf_tune_request **out, int *count) {
@@ -160,7 +175,7 @@ sf_status sf_tune_parse_requests(const char *text, const char *origin, sf_tune_r
                    origin, line_number + 1);
       break;
     }
-    if (n == 2 && apply_keys(fields[1], &r.variant) != SF_OK) {
+    if (n == 2 && apply_keys(fields[1], &r) != SF_OK) {
       st = sf_fail_context(SF_EINVAL, "%s:%d", origin, line_number + 1);
       break;
     }

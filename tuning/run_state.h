@@ -29,7 +29,7 @@ typedef struct unique_variant {
 /* A check result remembered across entries of the same class. */
 typedef struct check_memo {
   char spec[512];
-  int64_t dim, seqlen;
+  int64_t dim, seqlen, state_interval;
   bool passed;
   double error;
   char why[256];

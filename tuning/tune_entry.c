@@ -28,13 +28,15 @@ static void failure_text(sf_status st, const char *detail, char *buf, size_t cap
   snprintf(buf, cap, "%s: %.200s", what, detail);
 }
 
-/* The shape's inputs, and for a backward the states its forward saves. */
-static sf_status prepare_sets(run_state *s, const sf_tune_request *r, sf_measure_sets *sets) {
+/* The shape's inputs, and for a backward the states its forward saves: at the default
+ * interval, or for a block-states request every `state_interval` steps. */
+static sf_status prepare_sets(run_state *s, const sf_tune_request *r, int64_t state_interval, sf_measure_sets *sets) {
   const sf_variant *v = &r->variant;
   sf_measure_shape shape = {.batch = r->shape.batch, .dim = r->shape.dim, .seqlen = r->shape.seqlen,
                             .dstate = v->dstate, .groups = r->shape.groups, .dtype = v->dtype, .z = v->has_z,
                             .D = v->has_D, .delta_bias = v->has_delta_bias, .softplus = v->softplus,
-                            .B_var = v->B_var, .C_var = v->C_var, .backward = v->op == SF_OP_BWD};
+                            .B_var = v->B_var, .C_var = v->C_var, .backward = v->op == SF_OP_BWD,
+                            .state_interval = r->block_states ? state_interval : 0};
   /* More than the L2 cache, so that no run finds the previous one's inputs there. */
   double min_bytes = 4.0 * s->info.l2_bytes;
   if (min_bytes < 128.0 * 1024 * 1024) min_bytes = 128.0 * 1024 * 1024;
@@ -133,8 +135,12 @@ sf_status sf_tuner_tune_entry(run_state *s, int index, sf_tune_entry *e, bool *s
   /* A context of the entry's own: its candidates are unloaded when it is done. */
   sf_status st = sf_context_create_sharing_cache(s->ctx, &s->measure_ctx);
   if (st != SF_OK) return st;
+  /* Block states: saved every 8 steps (or every block of the heuristics' choice, if
+   * shorter), so that each candidate (8 or more steps a block) finds every block's start
+   * saved and runs its block-states entry point (docs/design-block-states.md). */
+  const int64_t block_interval = sf_scan_bwd_block_interval(&cands[0], r->shape.seqlen);
   sf_measure_sets sets;
-  st = prepare_sets(s, r, &sets);
+  st = prepare_sets(s, r, block_interval < 8 ? block_interval : 8, &sets);
   if (st != SF_OK) {
     sf_context_destroy(s->measure_ctx);
     s->measure_ctx = NULL;

@@ -16,18 +16,22 @@
 typedef struct sf_tune_request {
   sf_variant variant;
   sf_tune_shape shape;
+  /* a backward timed on block states (sf_tune_entry's block_states): the launch for
+   * training calls whose forward saved every block's starting state */
+  bool block_states;
 } sf_tune_request;
 
 /* The default grid: docs/perf.md's rows (fp32 and bf16 as it lists them, gated rows in
  * both) and MambaVision's stage shapes in fp32 and bf16, forward, and the backward when
- * with_bwd; all with variable B and C, one group, D, delta_bias and softplus. One request
- * per key (shapes of the same bucket collapse to the first). Writes up to `cap` and
+ * with_bwd, the backward also in the block-states mode for rows of L >= 196; all with
+ * variable B and C, one group, D, delta_bias and softplus. One request per key (shapes of
+ * the same bucket collapse to the first). Writes up to `cap` and
  * returns how many there are. */
 int sf_tune_default_requests(sf_tune_request *out, int cap, bool with_bwd);
 
 /* Parses an entries file: one entry a line, "BATCH,DIM,L,N[,G] [KEY=VALUE,...]", where the
- * keys are op (fwd, bwd), dtype and the flags z, D, delta_bias, softplus, B, C,
- * deterministic (defaults: op=fwd, fp32, z=0 and the rest as docs/perf.md's rows);
+ * keys are op (fwd, bwd), dtype, the flags z, D, delta_bias, softplus, B, C,
+ * deterministic, and block_states (0 or 1, op=bwd only) (defaults: op=fwd, fp32, z=0 and the rest as docs/perf.md's rows);
  * blank lines and '#' comments are skipped. *out is a new array (free() it). SF_EINVAL
  * names the line. */
 sf_status sf_tune_parse_requests(const char *text, const char *origin, sf_tune_request **out, int *count);
@@ -42,8 +46,10 @@ sf_tune_entry sf_tune_request_key(const sf_tune_request *r);
 /* The candidate configurations of a request, the heuristics' choice first:
  *   - lanes split time (scan_fwd.tpl, and the backward): powers of two threads 4..512,
  *     items 4..32, channels 1..64, with the heuristics' states;
- *   - forward, lanes split the states (scan_fwd_states.tpl): threads (lanes) 1..32
- *     dividing N, items (steps of a time block) 16..64, channels 1..256;
+ *   - lanes split the states (scan_fwd_states.tpl, scan_bwd_states.tpl): threads (lanes)
+ *     1..32 dividing N, items (steps of a time block) 4..64 (the backward's to 32),
+ *     channels 1..256; a block-states request takes only these, with items >= 8 (4
+ *     would double the states its forward writes);
  * each a valid variant (sf_variant_validate) that fits the call (backward: threads x
  * items is the state interval; backward and split=state: channels divide dim / groups
  * with variable B or C) within the tuner's limits (docs/tuning.md): a block of 32..256

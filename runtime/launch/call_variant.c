@@ -27,7 +27,7 @@ static sf_status check_spec_keeps_call(const sf_variant *call, const sf_variant 
   return SF_OK;
 }
 
-sf_status sf_call_variant(const sf_scan_fwd_args *args, sf_op op, bool deterministic,
+sf_status sf_call_variant(const sf_scan_fwd_args *args, sf_op op, bool deterministic, bool block_states,
                           const sf_launch *launch, sf_variant *out) {
   sf_variant v = sf_variant_default();
   v.op = op;
@@ -40,7 +40,7 @@ sf_status sf_call_variant(const sf_scan_fwd_args *args, sf_op op, bool determini
   v.B_var = args->B_var;
   v.C_var = args->C_var;
   v.deterministic = deterministic;
-  sf_tune_configure(&v, args->batch, args->dim, args->groups, args->seqlen, launch);
+  sf_tune_configure(&v, block_states, args->batch, args->dim, args->groups, args->seqlen, launch);
   if (launch && launch->spec) {
     sf_variant requested = v;
     sf_status st = sf_variant_apply(launch->spec, &requested);

@@ -7,10 +7,11 @@
 #include "scanforge/scanforge.h"
 
 /* The variant of a forward or backward call: op, dtype, dstate and flags from `args`;
- * the launch knobs from the tuning database, else the heuristics (runtime/launch_config/select.h); then
+ * the launch knobs from the tuning database (its block-states entries for a backward
+ * with `block_states`), else the heuristics (runtime/launch_config/select.h); then
  * launch->spec, which may change the knobs (split, threads, items, channels, states,
  * minblocks, pairs) but never the function computed (SF_EINVAL naming the key). */
-sf_status sf_call_variant(const sf_scan_fwd_args *args, sf_op op, bool deterministic,
+sf_status sf_call_variant(const sf_scan_fwd_args *args, sf_op op, bool deterministic, bool block_states,
                           const sf_launch *launch, sf_variant *out);
 
 #endif

@@ -19,7 +19,7 @@
 
 sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out) {
   if (!args || !out) return sf_fail(SF_EINVAL, "sf_scan_fwd_variant: args and out must not be NULL");
-  return sf_call_variant(args, SF_OP_FWD, false, launch, out);
+  return sf_call_variant(args, SF_OP_FWD, false, false, launch, out);
 }
 
 /* A split=state launch the runtime chose (no spec) whose blocks spill into one more wave

@@ -14,10 +14,12 @@
 #include "runtime/launch/segments.h"
 
 
-static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *out) {
+/* The variant of a backward call. A forward that saved states at a short interval
+ * (state_interval != 0) means the block-states mode, which has tuning entries of its own. */
+static sf_status variant_for(const sf_scan_bwd_args *r, bool block_states, const sf_launch *launch, sf_variant *out) {
   const sf_scan_fwd_args *f = &r->fwd;
   sf_variant v;
-  sf_status st = sf_call_variant(f, SF_OP_BWD, r->deterministic, launch, &v);
+  sf_status st = sf_call_variant(f, SF_OP_BWD, r->deterministic, block_states, launch, &v);
   if (st != SF_OK) return st;
   if (!v.split_states && v.threads * v.items != sf_scan_state_interval(f->seqlen))
     return sf_fail(SF_EINVAL, "backward variant: threads x items (%d x %d) must equal the state interval %lld of L = %lld",
@@ -32,7 +34,16 @@ static sf_status variant_for(const sf_scan_bwd_args *r, const sf_launch *launch,
 sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *launch, sf_variant *out) {
   if (!args || !out) return sf_fail(SF_EINVAL, "sf_scan_bwd_variant: args and out must not be NULL");
   const sf_launch none = {0};
-  return variant_for(args, launch ? launch : &none, out);
+  return variant_for(args, args->fwd.state_interval != 0, launch ? launch : &none, out);
+}
+
+sf_status sf_scan_bwd_block_states_interval(const sf_scan_bwd_args *args, const sf_launch *launch, int64_t *interval) {
+  if (!args || !interval) return sf_fail(SF_EINVAL, "sf_scan_bwd_block_states_interval: args and interval must not be NULL");
+  const sf_launch none = {0};
+  sf_variant v;
+  sf_status st = variant_for(args, true, launch ? launch : &none, &v);
+  if (st == SF_OK) *interval = sf_scan_bwd_block_interval(&v, args->fwd.seqlen);
+  return st;
 }
 
 int64_t sf_scan_bwd_block_interval(const sf_variant *bwd, int64_t seqlen) {
@@ -137,7 +148,7 @@ static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   if (r->deterministic && f->batch > SF_MAX_BATCH_PER_LAUNCH)
     return sf_fail(SF_EINVAL, "deterministic backward: batch (%lld) must be at most %d",
                    (long long)f->batch, SF_MAX_BATCH_PER_LAUNCH);
-  sf_status st = variant_for(r, launch, v);
+  sf_status st = variant_for(r, r->fwd.state_interval != 0, launch, v);
   if (st == SF_OK)
     st = sf_main_launch_plan(ctx, v, sf_main_entry(v, f), f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, plan);
   if (st == SF_OK) st = fit_pairs(ctx, r, launch, v, plan);

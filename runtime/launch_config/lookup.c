@@ -24,9 +24,9 @@ struct sf_tune_table {
   int size;
 };
 
-/* op, dtype, dstate and flags packed, so that finding a class is one compare. */
-static uint64_t class_key(const sf_variant *v) {
-  return (uint64_t)v->op | (uint64_t)v->dtype << 1 | (uint64_t)v->dstate << 3 | (uint64_t)v->has_z << 12 |
+/* op, dtype, dstate, flags and block states packed, so that finding a class is one compare. */
+static uint64_t class_key(const sf_variant *v, bool block_states) {
+  return (uint64_t)block_states << 19 | (uint64_t)v->op | (uint64_t)v->dtype << 1 | (uint64_t)v->dstate << 3 | (uint64_t)v->has_z << 12 |
          (uint64_t)v->has_D << 13 | (uint64_t)v->has_delta_bias << 14 | (uint64_t)v->softplus << 15 |
          (uint64_t)v->B_var << 16 | (uint64_t)v->C_var << 17 | (uint64_t)v->deterministic << 18;
 }
@@ -43,7 +43,7 @@ static bool has_key(const sf_tune_section *s, const sf_tune_entry *e) {
 
 /* Adds one entry; the rows array of each class was sized beforehand. */
 static void add(sf_tune_table *t, const sf_tune_entry *e) {
-  class_rows *c = find_class(t, class_key(&e->variant));
+  class_rows *c = find_class(t, class_key(&e->variant, e->block_states));
   c->rows[c->count++] = (row){e->seqlen_bucket, e->rows_bucket, sf_tune_knobs_of(&e->variant)};
   t->size++;
 }
@@ -62,7 +62,7 @@ sf_status sf_tune_table_build(const sf_tune_section *user, const sf_tune_section
     for (int i = 0; parts[p] && i < parts[p]->count; i++) {
       const sf_tune_entry *e = &parts[p]->entries[i];
       if (p == 1 && has_key(user, e)) continue;
-      uint64_t key = class_key(&e->variant);
+      uint64_t key = class_key(&e->variant, e->block_states);
       int k = 0;
       while (k < t->class_count && keys[k] != key) k++;
       if (k == t->class_count) keys[t->class_count++] = key;
@@ -112,10 +112,10 @@ static bool fits(const sf_variant *v, const row *r, int64_t dim, int groups, int
 
 static int absolute(int x) { return x < 0 ? -x : x; }
 
-bool sf_tune_table_lookup(const sf_tune_table *t, sf_variant *v, int64_t batch, int64_t dim, int groups,
-                          int64_t seqlen) {
+bool sf_tune_table_lookup(const sf_tune_table *t, sf_variant *v, bool block_states, int64_t batch, int64_t dim,
+                          int groups, int64_t seqlen) {
   if (!t) return false;
-  const class_rows *c = find_class(t, class_key(v));
+  const class_rows *c = find_class(t, class_key(v, block_states));
   if (!c) return false;
   const int lb = sf_tune_bucket(seqlen), rb = sf_tune_bucket(batch * dim);
   const row *best = NULL;

@@ -140,7 +140,7 @@ static const sf_tune_table *current_table(void) {
 
 /* ---- the choice ------------------------------------------------------------------------------ */
 
-void sf_tune_configure(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
+void sf_tune_configure(sf_variant *v, bool block_states, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                        const sf_launch *launch) {
   if (v->op == SF_OP_BWD)
     sf_heuristic_configure_bwd(v, batch, dim, groups, seqlen);
@@ -149,5 +149,5 @@ void sf_tune_configure(sf_variant *v, int64_t batch, int64_t dim, int groups, in
   if (launch && launch->untuned) return;
   pthread_once(&load_once, load);
   if (disabled || (user_db.count == 0 && defaults_db.count == 0)) return;
-  sf_tune_table_lookup(current_table(), v, batch, dim, groups, seqlen);
+  sf_tune_table_lookup(current_table(), v, block_states, batch, dim, groups, seqlen);
 }

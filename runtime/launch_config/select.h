@@ -15,7 +15,7 @@
  * first call) and a table is built once per device; after that a call reads no file,
  * takes no lock and allocates nothing. The heuristics alone decide when launch->untuned
  * is set, when $SCANFORGE_TUNING is "off" (or 0, no, false), or when no GPU is there. */
-void sf_tune_configure(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
+void sf_tune_configure(sf_variant *v, bool block_states, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                        const sf_launch *launch);
 
 /* Whether $SCANFORGE_TUNING leaves the database on. */

@@ -83,8 +83,8 @@ static bool same_class(const sf_variant *a, const sf_variant *b) {
 }
 
 bool sf_tune_entry_same_key(const sf_tune_entry *a, const sf_tune_entry *b) {
-  return same_class(&a->variant, &b->variant) && a->seqlen_bucket == b->seqlen_bucket &&
-         a->rows_bucket == b->rows_bucket;
+  return same_class(&a->variant, &b->variant) && a->block_states == b->block_states &&
+         a->seqlen_bucket == b->seqlen_bucket && a->rows_bucket == b->rows_bucket;
 }
 
 bool sf_tune_entry_copy(sf_tune_entry *dst, const sf_tune_entry *src) {
@@ -345,6 +345,10 @@ static sf_status parse_entry(const place *at, json_t *j, sf_tune_entry *e) {
   }
   if (st == SF_OK) st = get_string(at, j, "flags", flags, sizeof flags);
   if (st == SF_OK && sf_tune_flags_parse(flags, &e->variant) != SF_OK) st = bad(at, "flags", sf_last_error());
+  json_t *block_states = json_object_get(j, "block_states");
+  if (st == SF_OK && block_states && !json_is_boolean(block_states)) st = bad(at, "block_states", "expected true or false");
+  e->block_states = json_is_true(block_states);
+  if (st == SF_OK && e->block_states && e->variant.op != SF_OP_BWD) st = bad(at, "block_states", "applies to op \"bwd\" only");
   if (st == SF_OK) st = get_small(at, j, "seqlen_bucket", 0, 62, &e->seqlen_bucket);
   if (st == SF_OK) st = get_small(at, j, "rows_bucket", 0, 62, &e->rows_bucket);
   json_t *shape = json_object_get(j, "shape");

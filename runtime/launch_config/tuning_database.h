@@ -61,11 +61,15 @@ typedef struct sf_tune_candidate {
   double error;       /* relative error against the reference in the check; < 0 when not checked */
 } sf_tune_candidate;
 
-/* One (op, dstate, dtype, flags, shape bucket) entry. `variant` holds op, dstate, dtype
- * and the flags (z, D, delta_bias, softplus, B, C, deterministic); its knobs (split,
- * threads, items, channels, states) are the winner's. */
+/* One (op, dstate, dtype, flags, block states, shape bucket) entry. `variant` holds op,
+ * dstate, dtype and the flags (z, D, delta_bias, softplus, B, C, deterministic); its knobs
+ * (split, threads, items, channels, states) are the winner's. */
 typedef struct sf_tune_entry {
   sf_variant variant;
+  /* A backward measured on block states (docs/design-block-states.md): the launch for
+   * calls whose forward saved states at a short interval (state_interval != 0), which
+   * run another entry point and want other knobs. JSON "block_states": true. */
+  bool block_states;
   sf_tune_shape shape;        /* what was measured; its buckets are the key */
   int seqlen_bucket, rows_bucket;
   sf_tune_knobs default_knobs; /* the heuristics' choice; threads 0 when not known (a file without "default") */
@@ -99,7 +103,7 @@ void sf_tune_flags_format(const sf_variant *v, char *buf, size_t cap);
 /* Sets the flags of *v from such a fragment; SF_EINVAL for any other key. */
 sf_status sf_tune_flags_parse(const char *text, sf_variant *v);
 
-/* True when two entries have the same key: op, dstate, dtype, flags and both buckets. */
+/* True when two entries have the same key: op, dstate, dtype, flags, block_states and both buckets. */
 bool sf_tune_entry_same_key(const sf_tune_entry *a, const sf_tune_entry *b);
 /* A deep copy (candidates included); false when out of memory. */
 bool sf_tune_entry_copy(sf_tune_entry *dst, const sf_tune_entry *src);

@@ -63,19 +63,35 @@ Test(cmd_tune, list_prints_the_grid_and_entries_files) {
   const int all = count_lines(out);
   cr_expect(strstr(out, "64,160,196,8 op=fwd,dtype=fp32"), "%s", out);
   cr_expect(strstr(out, "8,1536,2048,16 op=bwd,dtype=bf16,z=1"), "%s", out);
+  cr_expect(strstr(out, "8,1536,2048,16 op=bwd,dtype=bf16,z=1,D=1,delta_bias=1,softplus=1,B=var,C=var,block_states=1"),
+            "%s", out);
   free(out);
   cr_assert_eq(run_env(no_gpu, "tune --list --op fwd", &out), 0, "%s", out);
-  cr_expect_eq(count_lines(out) * 2, all, "half of the grid is the forward");
+  const int forward = count_lines(out);
   cr_expect_null(strstr(out, "op=bwd"));
+  free(out);
+  cr_assert_eq(run_env(no_gpu, "tune --list --op bwd", &out), 0, "%s", out);
+  cr_expect_eq(forward + count_lines(out), all, "the grid is its forward and backward entries");
+  cr_expect_null(strstr(out, "op=fwd"));
   free(out);
   char *dir = temp_dir(), path[512], args[1024];
   snprintf(path, sizeof path, "%s/entries.txt", dir);
-  write_text(path, "# mine\n2,64,100,16,2 op=bwd,dtype=bf16\n1,8,16,4\n");
+  write_text(path, "# mine\n2,64,100,16,2 op=bwd,dtype=bf16\n1,8,16,4\n8,1536,2048,16 op=bwd,block_states=1,z=1\n");
   snprintf(args, sizeof args, "tune --list --entries %s", path);
   cr_assert_eq(run_env(no_gpu, args, &out), 0, "%s", out);
-  cr_expect_eq(count_lines(out), 2, "%s", out);
+  cr_expect_eq(count_lines(out), 3, "%s", out);
   cr_expect(strstr(out, "2,64,100,16,2 op=bwd,dtype=bf16"), "%s", out);
+  cr_expect(strstr(out, "8,1536,2048,16 op=bwd,dtype=fp32,z=1,D=1,delta_bias=1,softplus=1,B=var,C=var,block_states=1"),
+            "%s", out);
   free(out);
+  /* block_states is the backward's, and 0 or 1 */
+  char bad[512];
+  snprintf(bad, sizeof bad, "%s/bad_block_states.txt", dir);
+  write_text(bad, "8,1536,2048,16 block_states=1\n");
+  snprintf(args, sizeof args, "tune --list --entries %s", bad);
+  expect_run(args, 2, "applies to op=bwd only");
+  write_text(bad, "8,1536,2048,16 op=bwd,block_states=yes\n");
+  expect_run(args, 2, "expected 0 or 1, got 'yes'");
   /* Without a GPU there is nothing to tune on. */
   snprintf(args, sizeof args, "tune --entries %s --db %s/db.json", path, dir);
   expect_run(args, 1, "needs a CUDA GPU");

@@ -89,7 +89,7 @@ Test(tune_gpu, three_entries_tuned_and_checked, .init = gpu_setup, .fini = gpu_t
 
     /* The launch-time table gives this entry's shape the winner. */
     sf_variant v = requests[i].variant;
-    cr_expect(sf_tune_table_lookup(table, &v, requests[i].shape.batch, requests[i].shape.dim, requests[i].shape.groups,
+    cr_expect(sf_tune_table_lookup(table, &v, requests[i].block_states, requests[i].shape.batch, requests[i].shape.dim, requests[i].shape.groups,
                                    requests[i].shape.seqlen));
     const sf_tune_knobs got = sf_tune_knobs_of(&v), want = sf_tune_knobs_of(&e->variant);
     cr_expect(sf_tune_knobs_equal(&got, &want), "entry %d: the table gives another configuration", i);

@@ -1,21 +1,28 @@
-/* test_launch_plan_fake.c: the backward's launch plan on the pretend driver (tests/fake_cuda/),
- * whose blocks an SM follow the kernels' static shared memory as on an H100: pairs=1 is
- * chosen exactly when it needs fewer waves, and only without a launch spec. */
+/* test_launch_plan_fake.c: the launch plans on the pretend driver (tests/fake_cuda/), whose
+ * blocks an SM follow the kernels' static shared memory as on an H100: pairs=1 is chosen
+ * exactly when it needs fewer waves, and only without a launch spec; the forward's half
+ * items likewise; block-states backwards take their own tuning entries. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "scanforge/scanforge.h"
+#include "runtime/launch_config/select.h"
+#include "tuning/database_write.h"
 #include "tests/support/temp_dir.h"
 
 static sf_context *ctx;
 
-static void setup(void) {
+static void setup_driver_and_cache(void) {
   setenv("SCANFORGE_CUDA_LIBRARY", SCANFORGE_FAKE_CUDA_PATH, 1);
   const char *cache_dir = scratch_dir("sf_plan_fake_"); /* removed when the test's process exits */
   cr_assert_not_null(cache_dir);
   setenv("SCANFORGE_CACHE_DIR", cache_dir, 1);
+}
+
+static void setup(void) {
+  setup_driver_and_cache();
   setenv("SCANFORGE_TUNING_DB", "/nonexistent/no-tuning.json", 1); /* the heuristics decide */
   cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
 }
@@ -94,4 +101,56 @@ Test(launch_plan_fake, forward_halves_items_only_when_that_saves_a_wave, .init =
     halved += chosen.variant.items < planned.items;
   }
   cr_expect_gt(halved, 0, "no row exercised the rule: pick shapes just past a wave");
+}
+
+/* The block-states mode (docs/design-block-states.md) reads tuning entries of its own: a
+ * database on the pretend GPU with a backward entry at the default interval and another on
+ * block states, for the 130M training call. */
+static void setup_tuned(void) {
+  setup_driver_and_cache();
+  sf_tune_gpu gpu;
+  cr_assert_eq(sf_tune_gpu_of_device(0, &gpu), SF_OK, "%s", sf_last_error());
+  sf_scan_bwd_args args = training_call(8, 1536);
+  sf_tune_entry e = {.shape = {8, 1536, 2048, 1}, .complete = true};
+  cr_assert_eq(sf_scan_bwd_variant(&args, &(sf_launch){.untuned = true}, &e.variant), SF_OK, "%s", sf_last_error());
+  e.seqlen_bucket = sf_tune_bucket(2048);
+  e.rows_bucket = sf_tune_bucket(8 * 1536);
+  sf_tune_db db;
+  sf_tune_db_init(&db);
+  sf_tune_knobs plain = {true, 2, 8, 16, 1, 8}, block = {true, 4, 16, 8, 1, 8};
+  sf_tune_knobs_apply(&plain, &e.variant);
+  cr_assert_eq(sf_tune_db_put(&db, &gpu, &e), SF_OK);
+  e.block_states = true;
+  sf_tune_knobs_apply(&block, &e.variant);
+  cr_assert_eq(sf_tune_db_put(&db, &gpu, &e), SF_OK);
+  char path[600];
+  snprintf(path, sizeof path, "%s/tuning.json", getenv("SCANFORGE_CACHE_DIR"));
+  char *warning = NULL;
+  cr_assert_eq(sf_tune_db_save(path, &db, &warning), SF_OK, "%s", sf_last_error());
+  free(warning);
+  sf_tune_db_free(&db);
+  setenv("SCANFORGE_TUNING_DB", path, 1);
+  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
+}
+
+Test(launch_plan_fake, block_states_calls_take_their_own_tuning, .init = setup_tuned, .fini = teardown,
+     .timeout = 300) {
+  sf_scan_bwd_args args = training_call(8, 1536);
+  sf_variant v;
+  cr_assert_eq(sf_scan_bwd_variant(&args, NULL, &v), SF_OK, "%s", sf_last_error());
+  cr_expect(v.threads == 2 && v.items == 8 && v.channels == 16, "the default interval: its entry (%d/%d/%d)", v.threads,
+            v.items, v.channels);
+  int64_t interval = 0;
+  cr_assert_eq(sf_scan_bwd_block_states_interval(&args, NULL, &interval), SF_OK, "%s", sf_last_error());
+  cr_expect_eq(interval, 16, "the block-states entry's items");
+  /* The backward given that interval runs the same variant, on its block-states entry point. */
+  args.fwd.state_interval = interval;
+  sf_launch_shape shape;
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, NULL, &shape), SF_OK, "%s", sf_last_error());
+  cr_expect(shape.variant.threads == 4 && shape.variant.items == 16 && shape.variant.channels == 8,
+            "block states: %d/%d/%d", shape.variant.threads, shape.variant.items, shape.variant.channels);
+  /* A spec still decides, and the interval follows it. */
+  cr_assert_eq(sf_scan_bwd_block_states_interval(&args, &(sf_launch){.spec = "split=state,threads=4,items=8,channels=8"},
+                                                 &interval), SF_OK, "%s", sf_last_error());
+  cr_expect_eq(interval, 8);
 }

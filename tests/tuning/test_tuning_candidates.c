@@ -19,7 +19,7 @@ static int default_grid(void) {
 
 Test(tuning_candidates, default_grid_has_one_request_per_key_and_both_ops) {
   const int n = default_grid();
-  int fwd = 0, bwd = 0, bf16 = 0;
+  int fwd = 0, bwd = 0, bf16 = 0, block_states = 0;
   for (int i = 0; i < n; i++) {
     sf_tune_entry a = sf_tune_request_key(&grid[i]);
     for (int k = 0; k < i; k++) {
@@ -27,10 +27,29 @@ Test(tuning_candidates, default_grid_has_one_request_per_key_and_both_ops) {
       cr_expect_not(sf_tune_entry_same_key(&a, &b), "requests %d and %d have the same key", k, i);
     }
     fwd += grid[i].variant.op == SF_OP_FWD;
-    bwd += grid[i].variant.op == SF_OP_BWD;
+    bwd += grid[i].variant.op == SF_OP_BWD && !grid[i].block_states;
     bf16 += grid[i].variant.dtype == SF_BF16;
+    if (grid[i].block_states) {
+      block_states++;
+      cr_expect_eq(grid[i].variant.op, SF_OP_BWD, "request %d: block states are a backward's", i);
+      cr_expect_geq(grid[i].shape.seqlen, 196, "request %d: block-states twins are for L >= 196", i);
+    }
   }
   cr_expect(fwd > 0 && fwd == bwd, "fwd %d, bwd %d", fwd, bwd);
+  /* every backward of L >= 196 has its block-states twin: the same shape and class */
+  int twins_wanted = 0;
+  for (int i = 0; i < n; i++) {
+    if (grid[i].variant.op != SF_OP_BWD || grid[i].block_states || grid[i].shape.seqlen < 196) continue;
+    twins_wanted++;
+    bool twin = false;
+    for (int k = 0; k < n; k++)
+      twin |= grid[k].block_states && grid[k].variant.dtype == grid[i].variant.dtype &&
+              grid[k].variant.dstate == grid[i].variant.dstate && grid[k].shape.batch == grid[i].shape.batch &&
+              grid[k].shape.dim == grid[i].shape.dim && grid[k].shape.seqlen == grid[i].shape.seqlen;
+    cr_expect(twin, "request %d (a backward of L %lld) has no block-states twin", i, (long long)grid[i].shape.seqlen);
+  }
+  cr_expect(twins_wanted > 0 && block_states == twins_wanted, "block-states requests %d, wanted %d", block_states,
+            twins_wanted);
   cr_expect(bf16 > 0);
   /* MambaVision-T stage 3 and Mamba-130M training are in it. */
   bool mv = false, mamba = false;
@@ -113,6 +132,34 @@ Test(tuning_candidates, template_rejections_are_left_out) {
   cr_expect_not(found_asked, "8/8/32 needs 64 KiB of shared memory: the template rejects it");
   free(asked);
   free(unasked);
+}
+
+/* A block-states request measures split=state launches of 8 or more steps a block only
+ * (beyond the heuristics' choice, always first); the same backward at the default interval
+ * also measures split=time and 4-step launches. */
+Test(tuning_candidates, block_states_requests_take_split_state_launches_of_8_steps_or_more) {
+  sf_tune_request r = {.variant = sf_variant_default(), .shape = {8, 1536, 2048, 1}};
+  r.variant.op = SF_OP_BWD;
+  r.variant.dstate = 16;
+  r.variant.dtype = SF_BF16;
+  r.variant.has_z = r.variant.has_D = r.variant.has_delta_bias = r.variant.softplus = true;
+  sf_variant *plain = malloc(CAP * sizeof *plain), *block = malloc(CAP * sizeof *block);
+  const int n_plain = sf_tune_candidates(&r, false, plain, CAP, NULL);
+  r.block_states = true;
+  const int n_block = sf_tune_candidates(&r, false, block, CAP, NULL);
+  cr_assert(n_block > 1 && n_block < n_plain, "block states %d, plain %d", n_block, n_plain);
+  cr_expect(sf_variant_same(&block[0], &plain[0]), "the heuristics' choice first in both");
+  int split_time = 0, short_blocks = 0;
+  for (int i = 0; i < n_plain; i++) {
+    split_time += !plain[i].split_states;
+    short_blocks += plain[i].split_states && plain[i].items < 8;
+  }
+  cr_expect(split_time > 0 && short_blocks > 0, "the plain grid has both kinds");
+  for (int i = 1; i < n_block; i++)
+    cr_expect(block[i].split_states && block[i].items >= 8, "candidate %d: split=%s, items %d", i,
+              block[i].split_states ? "state" : "time", block[i].items);
+  free(plain);
+  free(block);
 }
 
 /* The second round offers each other number of states the template would really use, and

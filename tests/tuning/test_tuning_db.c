@@ -405,3 +405,57 @@ Test(tuning_db, concurrent_writers_keep_every_entry) {
                2 * PER_WRITER);
   sf_tune_db_free(&back);
 }
+
+/* block_states: kept through JSON (absent when false), part of the key, the backward's only. */
+Test(tuning_db, block_states_round_trips_and_is_part_of_the_key) {
+  sf_tune_db db;
+  sf_tune_db_init(&db);
+  sf_tune_gpu h200 = gpu_named("NVIDIA H200", "0123456789abcdef");
+  sf_tune_entry plain = entry_for(8, 1536, 2048, 2, 8, 16);
+  plain.variant.op = SF_OP_BWD;
+  plain.variant.split_states = true;
+  sf_tune_entry block = plain;
+  block.block_states = true;
+  block.variant.threads = 4;
+  cr_expect_not(sf_tune_entry_same_key(&plain, &block));
+  cr_assert_eq(sf_tune_db_put(&db, &h200, &plain), SF_OK);
+  cr_assert_eq(sf_tune_db_put(&db, &h200, &block), SF_OK);
+  cr_assert_eq(db.sections[0].count, 2, "neither replaced the other");
+  char *text = sf_tune_db_dump(&db, false);
+  cr_assert(text);
+  cr_expect(strstr(text, "\"block_states\": true"), "%s", text);
+  cr_expect_null(strstr(text, "\"block_states\": false"), "absent when false: %s", text);
+  sf_tune_db back;
+  cr_assert_eq(sf_tune_db_parse(text, strlen(text), "test", &back), SF_OK, "%s", sf_last_error());
+  const sf_tune_section *s = sf_tune_db_find_section(&back, &h200);
+  cr_assert(s && s->count == 2);
+  const sf_tune_entry *found = sf_tune_section_find(s, &block);
+  cr_assert(found && found->block_states && found->variant.threads == 4);
+  found = sf_tune_section_find(s, &plain);
+  cr_assert(found && !found->block_states && found->variant.threads == 2);
+  sf_tune_db_free(&back);
+
+  /* A forward entry with block_states, or a value that is not a boolean: refused, named. */
+  sf_tune_db only_block;
+  sf_tune_db_init(&only_block);
+  cr_assert_eq(sf_tune_db_put(&only_block, &h200, &block), SF_OK);
+  free(text);
+  text = sf_tune_db_dump(&only_block, false);
+  sf_tune_db_free(&only_block);
+  const char *bad[] = {"\"op\": \"bwd\"", "\"block_states\": true"};
+  char *fwd = strdup(text), *at = strstr(fwd, bad[0]);
+  cr_assert(at);
+  memcpy(at, "\"op\": \"fwd\"", strlen(bad[0]));
+  cr_expect_neq(sf_tune_db_parse(fwd, strlen(fwd), "fwd", &back), SF_OK);
+  cr_expect(strstr(sf_last_error(), "block_states"), "%s", sf_last_error());
+  char *word = strdup(text);
+  at = strstr(word, bad[1]);
+  cr_assert(at);
+  memcpy(at, "\"block_states\": 1   ", strlen(bad[1]));
+  cr_expect_neq(sf_tune_db_parse(word, strlen(word), "word", &back), SF_OK);
+  cr_expect(strstr(sf_last_error(), "true or false"), "%s", sf_last_error());
+  free(fwd);
+  free(word);
+  free(text);
+  sf_tune_db_free(&db);
+}

@@ -40,7 +40,7 @@ typedef struct knobs {
 static bool look(const sf_tune_table *t, sf_variant v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                  knobs *out) {
   v.threads = 1, v.items = 1, v.channels = 1;
-  bool found = sf_tune_table_lookup(t, &v, batch, dim, groups, seqlen);
+  bool found = sf_tune_table_lookup(t, &v, false, batch, dim, groups, seqlen);
   *out = (knobs){v.threads, v.items, v.channels};
   return found;
 }
@@ -195,11 +195,11 @@ Test(tuning_lookup, state_split_entries_need_whole_groups_of_channels) {
   cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
   knobs k;
   sf_variant v = cls;
-  cr_assert(sf_tune_table_lookup(t, &v, 64, 160, 1, 196));
+  cr_assert(sf_tune_table_lookup(t, &v, false, 64, 160, 1, 196));
   cr_expect(v.split_states && v.threads == 8 && v.items == 32);
   (void)k;
   v = cls;
-  cr_expect_not(sf_tune_table_lookup(t, &v, 64, 162, 1, 196), "4 channels do not divide 162");
+  cr_expect_not(sf_tune_table_lookup(t, &v, false, 64, 162, 1, 196), "4 channels do not divide 162");
   sf_tune_table_free(t);
   free(user.entries);
 }
@@ -247,4 +247,35 @@ Test(tuning_lookup, embedded_defaults_match_their_files) {
   cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
   cr_expect_null(warning, "a shipped file does not parse: %s", warning ? warning : "");
   sf_tune_db_free(&db);
+}
+
+/* Block-states entries (docs/design-block-states.md) are a class of their own: a backward
+ * on block states finds them and nothing else, one at the default interval never does. */
+Test(tuning_lookup, block_states_entries_are_a_class_of_their_own) {
+  sf_tune_section user = {0};
+  sf_variant cls = fwd_class();
+  cls.op = SF_OP_BWD;
+  sf_tune_entry plain = entry(cls, 8, 1536, 2048, 2, 8, 16);
+  plain.variant.split_states = true;
+  add(&user, plain);
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  sf_variant v = cls;
+  cr_expect_not(sf_tune_table_lookup(t, &v, true, 8, 1536, 1, 2048), "no block-states entry: the heuristics decide");
+  sf_tune_table_free(t);
+
+  sf_tune_entry block = entry(cls, 8, 1536, 2048, 4, 16, 8);
+  block.variant.split_states = true;
+  block.block_states = true;
+  add(&user, block);
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  cr_expect_eq(sf_tune_table_size(t), 2, "the two entries' keys differ in block_states only");
+  v = cls;
+  cr_assert(sf_tune_table_lookup(t, &v, false, 8, 1536, 1, 2048));
+  cr_expect(v.threads == 2 && v.items == 8 && v.channels == 16, "the default interval's entry");
+  v = cls;
+  cr_assert(sf_tune_table_lookup(t, &v, true, 8, 1536, 1, 2048));
+  cr_expect(v.threads == 4 && v.items == 16 && v.channels == 8, "the block-states entry");
+  sf_tune_table_free(t);
+  free(user.entries);
 }

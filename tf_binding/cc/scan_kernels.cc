@@ -205,8 +205,8 @@ class ScanForwardOp : public ScanKernelBase {
     sf_scan_bwd_args bwd = {};
     bwd.fwd = args;
     bwd.deterministic = deterministic_ || tensorflow::OpDeterminismRequired();
-    sf_variant v;
-    return sf_scan_bwd_variant(&bwd, &launch, &v) == SF_OK ? sf_scan_bwd_block_interval(&v, args.seqlen) : 0;
+    int64_t interval = 0;
+    return sf_scan_bwd_block_states_interval(&bwd, &launch, &interval) == SF_OK ? interval : 0;
   }
 
   int64_t state_interval_ = 0;

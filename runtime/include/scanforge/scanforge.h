@@ -165,7 +165,7 @@ typedef struct sf_scan_fwd_args {
   float *saved_states;
   /* Steps between saved states: 0 means sf_scan_state_interval(L); else a power of two
    * from 4 to sf_scan_state_interval(L). Shorter intervals cost memory and let the
-   * backward skip recomputing states (sf_scan_bwd_block_interval says which one). The
+   * backward skip recomputing states (sf_scan_bwd_block_states_interval says which one). The
    * backward must be given the same value (its fwd.state_interval). */
   int64_t state_interval;
 } sf_scan_fwd_args;
@@ -317,7 +317,8 @@ typedef struct sf_scan_bwd_args {
 sf_status sf_scan_bwd_validate(const sf_scan_bwd_args *args);
 
 /* The variant a device backward call with these arguments would run, as a canonical spec:
- * the tuned or heuristic choice, then launch->spec (threads, items and channels only;
+ * the tuned or heuristic choice (from the tuning database's block-states entries when
+ * args->fwd.state_interval is not 0: docs/design-block-states.md), then launch->spec (threads, items and channels only;
  * threads x items must equal sf_scan_state_interval(seqlen), and with variable B or C,
  * channels must divide dim / groups). Reads only the sizes, the flags, which optional
  * inputs are present and `deterministic`; launch may be NULL. Without a spec, the launch
@@ -331,6 +332,15 @@ sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *lau
  * split=time. A training forward that passes it as state_interval saves
  * N x 4 / interval bytes per step and channel (8 at N = 16 and 8 items). */
 int64_t sf_scan_bwd_block_interval(const sf_variant *bwd, int64_t seqlen);
+
+/* The state interval a training forward passes (its state_interval, and the backward's
+ * fwd.state_interval, the same) so that the device backward of these arguments starts
+ * every block from a saved state: sf_scan_bwd_block_interval of the variant that backward
+ * runs, which is chosen in the block-states mode (tuned for it where the database has
+ * block-states entries, else the heuristics; then launch->spec). args->fwd.state_interval
+ * is ignored. SF_EINVAL when no backward variant suits the call (the message says why). */
+sf_status sf_scan_bwd_block_states_interval(const sf_scan_bwd_args *args, const sf_launch *launch,
+                                            int64_t *interval);
 
 /* The shape of the device backward call with these arguments (sf_scan_fwd_shape's); its
  * variant is the one the call runs, pairs included. */
