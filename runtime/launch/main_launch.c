@@ -41,7 +41,7 @@ static int64_t plan_waves(const sf_main_launch *plan, int64_t batch, int sm_coun
 }
 
 sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
-                                   sf_variant *v, sf_main_launch *plan) {
+                                   double block_cost, sf_variant *v, sf_main_launch *plan) {
   int sm_count = 0;
   sf_status st = sf_context_sm_count(ctx, &sm_count);
   if (st != SF_OK) return st;
@@ -52,7 +52,8 @@ sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, d
     sf_clear_error();
     return SF_OK;
   }
-  if (twin_plan.segments.count == 0 && plan_waves(&twin_plan, f->batch, sm_count) < waves)
+  const int64_t twin_waves = plan_waves(&twin_plan, f->batch, sm_count);
+  if (twin_plan.segments.count == 0 && twin_waves != INT64_MAX && (double)twin_waves * block_cost < (double)waves)
     *v = *twin, *plan = twin_plan;
   return SF_OK;
 }

@@ -34,11 +34,12 @@ int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch);
 
 /* The launch plans' wave rules (docs/design-waves.md): when `plan` (of variant *v, a call
  * with forward arguments f) needs more than one wave, plans `twin` instead and takes it,
- * with its plan, if it needs fewer waves and no segments. The twin is an option: one that
- * cannot be planned (refused, compiled, loaded) leaves the call as planned. Fails only
- * when the GPU's SM count cannot be read. */
+ * with its plan, if it needs no segments and its waves (rounded up) times block_cost, the
+ * time of one of its blocks over one of v's, are fewer than v's. The twin is an option:
+ * one that cannot be planned (refused, compiled, loaded) leaves the call as planned.
+ * Fails only when the GPU's SM count cannot be read. */
 sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
-                                   sf_variant *v, sf_main_launch *plan);
+                                   double block_cost, sf_variant *v, sf_main_launch *plan);
 
 /* The call's shape for sf_scan_{fwd,bwd}_shape, from its plan. */
 sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_main_launch *plan, int64_t batch,

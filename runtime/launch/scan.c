@@ -30,7 +30,7 @@ static sf_status fit_items(sf_context *ctx, const sf_scan_fwd_args *r, const sf_
   if (launch->spec || !v->split_states || v->items <= SF_FWD_FIT_MIN_ITEMS || plan->segments.count > 0) return SF_OK;
   sf_variant shorter = *v;
   shorter.items /= 2;
-  return sf_main_launch_fit_waves(ctx, r, SF_FWD_PARALLEL_MAX_FILL, &shorter, v, plan);
+  return sf_main_launch_fit_waves(ctx, r, SF_FWD_PARALLEL_MAX_FILL, &shorter, 1.0, v, plan);
 }
 
 /* The variant and the main kernel's plan of a resolved device call. */

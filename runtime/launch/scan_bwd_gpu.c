@@ -12,6 +12,7 @@
 #include "runtime/launch/launch_params.h"
 #include "runtime/launch/kernels.h"
 #include "runtime/launch/segments.h"
+#include "runtime/launch_config/heuristics.h"
 
 
 /* The variant of a backward call. A forward that saved states at a short interval
@@ -135,7 +136,19 @@ static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
   if (launch->spec || v->pairs || !sf_variant_can_pair(v) || plan->segments.count > 0) return SF_OK;
   sf_variant paired = *v;
   paired.pairs = true;
-  return sf_main_launch_fit_waves(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &paired, v, plan);
+  return sf_main_launch_fit_waves(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &paired, 1.0, v, plan);
+}
+
+/* A launch the runtime chose (no spec) whose blocks need more than one wave takes its
+ * lanes twin (sf_bwd_lanes_twin: twice the lanes, half the channels a block) when the
+ * twin's waves, each SF_BWD_TWIN_BLOCK_COST of a wave of the chosen launch's, take less:
+ * its blocks are as large but do half the work, so its last wave is shorter
+ * (docs/design-waves.md). */
+static sf_status fit_lanes(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
+                           sf_main_launch *plan) {
+  sf_variant twin;
+  if (launch->spec || plan->segments.count > 0 || !sf_bwd_lanes_twin(v, &twin)) return SF_OK;
+  return sf_main_launch_fit_waves(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &twin, SF_BWD_TWIN_BLOCK_COST, v, plan);
 }
 
 /* The variant and the main kernel's plan of a resolved device call. */
@@ -151,6 +164,7 @@ static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   sf_status st = variant_for(r, r->fwd.state_interval != 0, launch, v);
   if (st == SF_OK)
     st = sf_main_launch_plan(ctx, v, sf_main_entry(v, f), f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, plan);
+  if (st == SF_OK) st = fit_lanes(ctx, r, launch, v, plan);
   if (st == SF_OK) st = fit_pairs(ctx, r, launch, v, plan);
   return st;
 }

@@ -1,6 +1,6 @@
 /* default_grid.c: the variants compiled ahead of time: the heuristics' choices, the shipped
- * tuning winners, and the twins the launch plans may take instead (the backward's pairs=1,
- * the forward's half items). */
+ * tuning winners, and the twins the launch plans may take instead (the backward's lanes
+ * twin and pairs=1, the forward's half items). */
 #include "runtime/launch_config/default_grid.h"
 
 #include <inttypes.h>
@@ -86,7 +86,12 @@ int sf_default_grid(sf_variant *variants, int capacity) {
   add_shipped_winners(&g);
   const int chosen = g.count;
   for (int i = 0; i < chosen; i++) {
-    sf_variant twin = g.variants[i];
+    sf_variant twin = g.variants[i], lanes;
+    if (sf_bwd_lanes_twin(&twin, &lanes)) { /* and its own pairs twin, which fit_pairs may take after */
+      add_unique(&g, &lanes);
+      lanes.pairs = sf_variant_can_pair(&lanes);
+      add_unique(&g, &lanes);
+    }
     if (sf_variant_can_pair(&twin)) {
       twin.pairs = true;
       add_unique(&g, &twin);

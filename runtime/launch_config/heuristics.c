@@ -227,3 +227,12 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   v->items = items;
   v->channels = channels;
 }
+
+bool sf_bwd_lanes_twin(const sf_variant *v, sf_variant *twin) {
+  if (v->op != SF_OP_BWD || !v->split_states || v->channels % 2 != 0) return false;
+  if (v->dstate % (2 * v->threads) != 0 || v->dstate / (2 * v->threads) < SF_BWD_TWIN_MIN_STATES) return false;
+  *twin = *v;
+  twin->threads *= 2;
+  twin->channels /= 2;
+  return true;
+}

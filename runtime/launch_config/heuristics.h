@@ -2,6 +2,7 @@
 #ifndef SCANFORGE_HEURISTICS_H
 #define SCANFORGE_HEURISTICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "scanforge/scanforge.h"
@@ -18,5 +19,17 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
 /* The forward's launch plan may halve a chosen split=state launch's items, down to this many,
  * when that saves a wave (fit_items, runtime/launch/scan.c); the default grid holds those twins. */
 #define SF_FWD_FIT_MIN_ITEMS 8
+
+/* The backward's launch plan may take a chosen split=state launch's lanes twin when its
+ * blocks need more than one wave (fit_lanes, runtime/launch/scan_bwd_gpu.c; the default
+ * grid holds those twins too): twice the lanes a channel and half the channels a block,
+ * so as many threads a block, each lane keeping at least SF_BWD_TWIN_MIN_STATES states.
+ * True, with *twin set, when v has one. */
+#define SF_BWD_TWIN_MIN_STATES 4
+bool sf_bwd_lanes_twin(const sf_variant *v, sf_variant *twin);
+/* What one of the twin's blocks takes over one of v's, for the plan's comparison: 0.57-0.60
+ * measured on the H200 for 2 -> 4 lanes at N = 16, both dtypes, with and without block
+ * states (docs/perf.md, v13). */
+#define SF_BWD_TWIN_BLOCK_COST 0.6
 
 #endif

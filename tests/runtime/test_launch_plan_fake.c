@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "scanforge/scanforge.h"
+#include "runtime/launch_config/heuristics.h"
 #include "runtime/launch_config/select.h"
 #include "tuning/database_write.h"
 #include "tests/support/temp_dir.h"
@@ -45,23 +46,37 @@ static int64_t waves(const sf_launch_shape *s) {
   return (s->blocks + at_once - 1) / at_once;
 }
 
-Test(launch_plan_fake, pairs_only_when_they_save_a_wave, .init = setup, .fini = teardown, .timeout = 300) {
-  static const struct { int64_t batch, dim; bool pairs; } calls[] = {
-      {4, 4096, true},   /* 1024 blocks: a second wave without pairs, one with */
-      {8, 1536, false}}; /* 768 blocks: one wave either way */
+/* The backward's plan without a spec: the lanes twin (twice the lanes, half the channels a
+ * block) when its waves at SF_BWD_TWIN_BLOCK_COST of a wave each take less than the chosen
+ * launch's; then pairs=1 exactly when it needs fewer waves than the launch so far. */
+Test(launch_plan_fake, lanes_twin_then_pairs_when_they_save_time, .init = setup, .fini = teardown, .timeout = 300) {
+  /* 1024, 1728 and 768 blocks of the heuristics' 2 lanes x 16 channels */
+  static const struct { int64_t batch, dim; } calls[] = {{4, 4096}, {18, 1536}, {8, 1536}};
+  int took_lanes = 0;
   for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
     sf_scan_bwd_args args = training_call(calls[k].batch, calls[k].dim);
-    sf_launch_shape chosen, plain, paired;
+    sf_launch_shape chosen, plain, paired, lanes, lanes_paired;
     cr_assert_eq(sf_scan_bwd_shape(ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
     cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "pairs=0"}, &plain), SF_OK, "%s", sf_last_error());
     cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "pairs=1"}, &paired), SF_OK, "%s", sf_last_error());
+    char spec[96];
+    snprintf(spec, sizeof spec, "threads=%d,channels=%d,pairs=0", 2 * plain.variant.threads, plain.variant.channels / 2);
+    cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = spec}, &lanes), SF_OK, "%s", sf_last_error());
+    snprintf(spec, sizeof spec, "threads=%d,channels=%d,pairs=1", 2 * plain.variant.threads, plain.variant.channels / 2);
+    cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = spec}, &lanes_paired), SF_OK, "%s", sf_last_error());
     cr_expect(!plain.variant.pairs && paired.variant.pairs, "a spec is run as written");
     cr_expect_gt(paired.blocks_per_sm, plain.blocks_per_sm, "half the sums' shared memory: more blocks an SM");
-    cr_expect_eq(chosen.variant.pairs, waves(&paired) < waves(&plain), "row %zu: %lld waves without, %lld with", k,
-                 (long long)waves(&plain), (long long)waves(&paired));
-    cr_expect_eq(chosen.variant.pairs, calls[k].pairs, "row %zu", k);
-    cr_expect_eq(chosen.blocks_per_sm, (chosen.variant.pairs ? paired : plain).blocks_per_sm);
+    const bool take_lanes = (double)waves(&lanes) * SF_BWD_TWIN_BLOCK_COST < (double)waves(&plain);
+    took_lanes += take_lanes;
+    if (waves(&plain) == 1) cr_expect_not(take_lanes, "row %zu: one wave keeps its launch", k);
+    const sf_launch_shape *base = take_lanes ? &lanes : &plain, *base_paired = take_lanes ? &lanes_paired : &paired;
+    cr_expect_eq(chosen.variant.threads, base->variant.threads, "row %zu", k);
+    cr_expect_eq(chosen.variant.channels, base->variant.channels, "row %zu", k);
+    cr_expect_eq(chosen.variant.pairs, waves(base_paired) < waves(base), "row %zu: %lld waves without pairs, %lld with",
+                 k, (long long)waves(base), (long long)waves(base_paired));
+    cr_expect_eq(chosen.blocks_per_sm, (chosen.variant.pairs ? base_paired : base)->blocks_per_sm);
   }
+  cr_expect_gt(took_lanes, 0, "the rows past one wave take the twin on this GPU");
 }
 
 /* A forward of (batch, dim, L, N) in bf16 with every optional input but h0; never read. */

@@ -94,6 +94,33 @@ Test(default_grid, every_backward_that_can_pair_has_its_twin) {
   cr_expect(in_grid(&v, count));
 }
 
+/* The backward's launch plan may take a chosen launch's lanes twin (fit_lanes): every chosen
+ * backward that has one finds it in the grid, with the twin's own pairs twin. */
+Test(default_grid, every_chosen_backward_has_its_lanes_twin) {
+  int count = make_grid();
+  int checked = 0;
+  sf_variant v = sf_variant_default();
+  v.op = SF_OP_BWD, v.dtype = SF_BF16, v.has_z = v.has_D = v.has_delta_bias = v.softplus = true;
+  sf_heuristic_configure_bwd(&v, 8, 1536, 1, 2048);
+  sf_variant twin;
+  cr_assert(sf_bwd_lanes_twin(&v, &twin), "the Mamba-130M training backward has a lanes twin");
+  cr_expect(twin.threads == 2 * v.threads && twin.channels == v.channels / 2 && twin.items == v.items);
+  cr_expect(in_grid(&twin, count));
+  for (int i = 0; i < count; i++) {
+    if (grid[i].pairs || !sf_bwd_lanes_twin(&grid[i], &twin)) continue;
+    if (!in_grid(&twin, count)) continue; /* a twin's twin is not planned: a plan takes one step */
+    checked++;
+    cr_expect_geq(twin.dstate / twin.threads, SF_BWD_TWIN_MIN_STATES);
+    if (sf_variant_can_pair(&twin)) {
+      twin.pairs = true;
+      char spec[512];
+      sf_variant_format(&twin, spec, sizeof spec);
+      cr_expect(in_grid(&twin, count), "%s is missing", spec);
+    }
+  }
+  cr_expect_gt(checked, 0);
+}
+
 /* The forward's launch plan may take the chosen launch with half the items (fit_items). */
 Test(default_grid, every_split_state_forward_has_its_half_items_twin) {
   int count = make_grid();
