@@ -90,7 +90,10 @@ static sf_status upload(call *c, const sf_cu *cu) {
     if (st == SF_OK) st = sf_cu_check(cu->MemcpyHtoD(c->t[i].device, c->t[i].host, c->t[i].bytes), "cuMemcpyHtoD");
     if (st != SF_OK) return st;
   }
-  return SF_OK;
+  /* A copy from pageable memory may return before its DMA has landed, and the call runs on
+   * a non-blocking stream that does not wait for it: without this, a poisoned output's copy
+   * could land after the kernel wrote it (seen once as a NaN saved state under load). */
+  return sf_cu_check(cu->CtxSynchronize(), "cuCtxSynchronize");
 }
 
 /* Copies the present tensors first..end-1 back from the device. */
