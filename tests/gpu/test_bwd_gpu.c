@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/check/check.h"
+#include "runtime/launch_config/heuristics.h"
 #include "runtime/launch/kernels.h"
 #include "scanforge/scanforge.h"
 #include "tests/support/gpu_fixture.h"
@@ -347,12 +348,13 @@ static int64_t shape_waves(const sf_launch_shape *s) {
   return (s->blocks + at_once - 1) / at_once;
 }
 
-/* Without a spec, the launch plan takes pairs=1 exactly when it needs fewer waves of
- * blocks than the same launch without; what it then runs is right. The shapes have the
- * block counts of the 1024-block training rows (which pair on an H100 and an H200) and of
- * the 768-block one, at L = 256 (split=state, as at 2048; the blocks do not depend on L,
- * and the float64 reference stays quick). */
-Test(bwd_gpu, pairs_when_fewer_waves, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+/* Without a spec, the launch plan takes the lanes twin (twice the lanes, half the channels
+ * a block) when its waves at SF_BWD_TWIN_BLOCK_COST of a wave each take less, then pairs=1
+ * exactly when it needs fewer waves of blocks than the launch so far; what it then runs is
+ * right. The shapes have the block counts of the 1024-block training rows (which take the
+ * twin on an H200) and of the 768-block one, at L = 256 (split=state, as at 2048; the
+ * blocks do not depend on L, and the float64 reference stays quick). */
+Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
   gpu_skip_without_device();
   /* pairs=1 is a kernel of its own, and it holds more blocks an SM where shared memory
    * was the limit (the tuned training launch: 32256 bytes a block without, 23808 with) */
@@ -374,18 +376,32 @@ Test(bwd_gpu, pairs_when_fewer_waves, .init = gpu_setup, .fini = gpu_teardown, .
     sf_check_shape shape = {.batch = rows[k].batch, .dim = rows[k].dim, .seqlen = 256, .dstate = 16, .groups = 1,
                             .dtype = rows[k].dtype, .z = true, .D = true, .delta_bias = true, .softplus = true};
     sf_scan_bwd_args args = shape_args(&shape);
-    sf_launch_shape unpaired, paired, chosen;
-    const sf_launch plain_spec = {.spec = "pairs=0"}, paired_spec = {.spec = "pairs=1"};
+    sf_launch_shape unpaired, paired, chosen, lanes;
+    const sf_launch plain_spec = {.spec = "pairs=0"};
     cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, &plain_spec, &unpaired), SF_OK, "%s", sf_last_error());
     cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
-    if (sf_scan_bwd_shape(gpu_ctx, &args, &paired_spec, &paired) != SF_OK) { /* not a launch that pairs */
-      cr_expect(k > 0, "row 0's launch must be one that can pair: %s", sf_last_error());
-      cr_expect(!chosen.variant.pairs, "row %zu took pairs=1, which its launch refuses", k);
-      continue;
+    /* the lanes twin first */
+    sf_variant twin;
+    bool take_lanes = false;
+    char spec[96];
+    if (sf_bwd_lanes_twin(&unpaired.variant, &twin)) {
+      snprintf(spec, sizeof spec, "threads=%d,channels=%d,pairs=0", twin.threads, twin.channels);
+      cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, &(sf_launch){.spec = spec}, &lanes), SF_OK, "%s", sf_last_error());
+      take_lanes = shape_waves(&unpaired) > 1 &&
+                   (double)shape_waves(&lanes) * SF_BWD_TWIN_BLOCK_COST < (double)shape_waves(&unpaired);
     }
-    const bool fewer = shape_waves(&paired) < shape_waves(&unpaired);
-    cr_expect_eq(chosen.variant.pairs, fewer, "row %zu: pairs=%d, waves %lld without and %lld with", k,
-                 chosen.variant.pairs, (long long)shape_waves(&unpaired), (long long)shape_waves(&paired));
+    if (k == 0) cr_expect(take_lanes, "row 0 takes the lanes twin on this GPU");
+    const sf_launch_shape *base = take_lanes ? &lanes : &unpaired;
+    cr_expect_eq(chosen.variant.threads, base->variant.threads, "row %zu", k);
+    cr_expect_eq(chosen.variant.channels, base->variant.channels, "row %zu", k);
+    snprintf(spec, sizeof spec, "threads=%d,channels=%d,pairs=1", base->variant.threads, base->variant.channels);
+    if (sf_scan_bwd_shape(gpu_ctx, &args, &(sf_launch){.spec = spec}, &paired) != SF_OK) { /* not a launch that pairs */
+      cr_expect(!chosen.variant.pairs, "row %zu took pairs=1, which its launch refuses", k);
+    } else {
+      const bool fewer = shape_waves(&paired) < shape_waves(base);
+      cr_expect_eq(chosen.variant.pairs, fewer, "row %zu: pairs=%d, waves %lld without and %lld with", k,
+                   chosen.variant.pairs, (long long)shape_waves(base), (long long)shape_waves(&paired));
+    }
     sf_check_bwd_result r;
     cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &(sf_launch){0}, 13000 + k, &r), SF_OK, "%s", sf_last_error());
     char errors[512] = "";
