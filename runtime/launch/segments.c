@@ -18,27 +18,6 @@ static int min_segment(const sf_variant *v) {
   return least > v->items ? least : v->items;
 }
 
-/* Waves of `blocks` blocks, each over `count` segments, on a GPU that holds `capacity`. */
-static int64_t waves_of(int64_t blocks, int64_t count, double capacity) {
-  const double waves = (double)(blocks * count) / capacity;
-  const int64_t whole = (int64_t)waves;
-  return (double)whole < waves ? whole + 1 : whole;
-}
-
-/* The forward's segments may be any multiple of its items long (the backward's divide
- * its state intervals): from the halving's length up to twice it, the one whose waves,
- * rounded up, times its length are least, the longest of equals (fewer carries). So
- * (1, 1536, 2048) bf16 runs 19 segments of 112 steps in one wave, not 32 of 64 in two. */
-static int fwd_fit_length(const sf_variant *v, int64_t blocks, int64_t seqlen, double capacity, int length) {
-  int best = length;
-  int64_t best_cost = waves_of(blocks, (seqlen + length - 1) / length, capacity) * length;
-  for (int candidate = length + v->items; candidate <= 2 * length; candidate += v->items) {
-    const int64_t cost = waves_of(blocks, (seqlen + candidate - 1) / candidate, capacity) * candidate;
-    if (cost <= best_cost) best = candidate, best_cost = cost;
-  }
-  return best;
-}
-
 sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen, double capacity, double max_fill) {
   const int64_t interval = sf_scan_state_interval(seqlen);
   const sf_segments none = {.count = 0, .length = (int)interval};
@@ -54,7 +33,6 @@ sf_segments sf_segments_for(const sf_variant *v, int64_t blocks, int64_t seqlen,
       break;
     length /= 2;
   }
-  if (v->op == SF_OP_FWD) length = fwd_fit_length(v, blocks, seqlen, capacity, length);
   const int64_t count = (seqlen + length - 1) / length;
   return count <= SF_MAX_SEGMENTS ? (sf_segments){.count = count, .length = length} : none;
 }

@@ -16,8 +16,7 @@
  * the forward, and pays only when one block per group of channels leaves the GPU idle. */
 typedef struct sf_segments {
   int64_t count; /* segments scanned in parallel; 0: one block walks every step */
-  int length;    /* steps per segment: the backward's a power of two dividing the state
-                    interval, the forward's a multiple of its items */
+  int length;    /* steps per segment: a power of two dividing the state interval */
 } sf_segments;
 
 /* Segments for a launch of `blocks` blocks (grid x times batch rows) of `kernel`: none
@@ -25,8 +24,7 @@ typedef struct sf_segments {
  * the blocks fill less than `max_fill` of what the GPU holds at once (the kernel's blocks
  * per SM x SMs). Then the state interval is halved, down to SF_MIN_SEGMENT steps (and
  * never under the variant's block of steps), until the segments' blocks fill the GPU
- * SF_SEGMENT_WAVES times over; a forward then takes the length, up to twice that, whose
- * whole waves take least (any multiple of its items). */
+ * SF_SEGMENT_WAVES times over. */
 sf_status sf_plan_segments(sf_context *ctx, const sf_kernel *kernel, const sf_variant *v, int64_t blocks,
                            int64_t seqlen, double max_fill, sf_segments *plan);
 /* The two passes that run before a segmented scan, shared by the forward and the backward:

@@ -7,11 +7,9 @@
 #include "runtime/launch/kernel_params.h"
 #include "runtime/launch/segments.h"
 
-/* A backward of split=state, 8 lanes of 2 states, blocks of 8 steps, 8 channels: the
- * few-channel shape (a backward's segments are powers of two dividing an interval) */
+/* split=state, 8 lanes of 2 states, blocks of 8 steps, 8 channels: the few-channel shape */
 static sf_variant state_split(void) {
   sf_variant v = sf_variant_default();
-  v.op = SF_OP_BWD;
   v.split_states = true;
   v.dstate = 16, v.threads = 8, v.items = 8, v.channels = 8;
   return v;
@@ -70,33 +68,6 @@ Test(segments, two_waves_and_the_grid_bound_the_count) {
   cr_expect_eq(s.length, 128);
   /* a grid z holds at most 65535 segments: past that, no segments at all */
   cr_expect_eq(sf_segments_for(&v, 1, (int64_t)512 * 70000, capacity, 0.5).count, 0);
-}
-
-/* A forward's segments may be any multiple of its items: the length, from the halving's
- * up to twice it, whose whole waves take least. */
-Test(segments, forward_segments_fit_whole_waves) {
-  sf_variant v = state_split();
-  v.op = SF_OP_FWD;
-  v.items = 16;
-  const double seven = 7.0 * 132; /* (1,1536,2048,16) bf16: 48 blocks of 32 channels, 7 an SM */
-  const sf_segments bwd_like = sf_segments_for(&(sf_variant){.op = SF_OP_BWD, .split_states = true, .items = 16},
-                                               48, 2048, seven, 0.4);
-  cr_expect_eq(bwd_like.length, 64, "the halving: 32 segments of 64 steps, 1536 blocks in 2 waves of 924");
-  const sf_segments s = sf_segments_for(&v, 48, 2048, seven, 0.4);
-  cr_expect_eq(s.length, 112, "19 segments of 112 steps: 912 blocks, one wave (112 < 2 x 64); got %d", s.length);
-  cr_expect_eq(s.count, 19);
-  cr_expect_eq(s.length % v.items, 0);
-  /* one wave already: the halving's length stays (64 steps, 16 segments of 8 blocks) */
-  v.items = 8;
-  const sf_segments kept = sf_segments_for(&v, 8, 1024, capacity, 0.5);
-  cr_expect_eq(kept.length, 64, "got %d", kept.length);
-  cr_expect_eq(kept.count, 16);
-  /* (1,64,65536,16): 2 blocks; the halving gives 1024 segments of 64 (2048 blocks, 3 waves
-   * of 924); 80 steps take 2 waves (820 segments): 160 < 192 */
-  v.items = 16;
-  const sf_segments longl = sf_segments_for(&v, 2, 65536, seven, 0.4);
-  cr_expect_eq(longl.length, 80, "got %d", longl.length);
-  cr_expect_eq(longl.count, 820);
 }
 
 Test(segments, can_be_turned_off_for_experiments) {
