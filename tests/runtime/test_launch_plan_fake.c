@@ -77,6 +77,14 @@ Test(launch_plan_fake, lanes_twin_then_pairs_when_they_save_time, .init = setup,
     cr_expect_eq(chosen.blocks_per_sm, (chosen.variant.pairs ? base_paired : base)->blocks_per_sm);
   }
   cr_expect_gt(took_lanes, 0, "the rows past one wave take the twin on this GPU");
+  /* the deterministic mode never takes it (twice the partial sums' slices) */
+  sf_scan_bwd_args args = training_call(4, 4096);
+  args.deterministic = true;
+  sf_launch_shape plain, chosen;
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "pairs=0"}, &plain), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
+  cr_expect_eq(chosen.variant.threads, plain.variant.threads);
+  cr_expect_eq(chosen.variant.channels, plain.variant.channels);
 }
 
 /* A forward of (batch, dim, L, N) in bf16 with every optional input but h0; never read. */
