@@ -50,6 +50,9 @@
 @ local det = variant.deterministic
 @ local MAXB = 512 // TB   -- blocks in the longest state interval
 @ local parts = variant.z and 3 or 2
+@ -- Two lanes a channel (neighbouring threads) add their sums over states with a shuffle:
+@ -- no shared memory for them, which lets 2-lane launches hold a block more an SM.
+@ local lane_pair = LN == 2
 @ local TBP = TB + EPC      -- a staged row, padded by one copy against bank conflicts
 @ local var_rows = (variant.B_var and N or 0) + (variant.C_var and N or 0)
 @ local stage_bytes = (var_rows + CH * (variant.z and 4 or 3)) * TBP * size
@@ -71,7 +74,8 @@
 @   reject("pairs", string.format("pairs=1 needs an even number of channels with two or more in a warp, got channels=%d of %d lanes", CH, LN))
 @ end
 @ local red_arrays = pairs and 1 or ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0))
-@ local smem_bytes = math.max(staging_bytes + parts * CH * part_slot * 4 + red_arrays * CH * red_slot * 4, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
+@ local part_bytes = lane_pair and 0 or parts * CH * part_slot * 4
+@ local smem_bytes = math.max(staging_bytes + part_bytes + red_arrays * CH * red_slot * 4, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
 @ if smem_bytes > 48 * 1024 then
 @   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory (its carry pass holds the block's staging twice); at most 49152 allowed", N, CH, TB, smem_bytes))
 @ end
@@ -168,8 +172,10 @@ template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES> __device__ __forceinl
   __shared__ __align__(16) stage_t stages[2];
   /* the channel's per-step values, each computed once by the lane that owns the step */
   __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
+@ if not lane_pair then
   /* each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y) */
   __shared__ __align__(16) float part[$(parts)][$(CH * part_slot)];
+@ end
 @ if pairs then
   __shared__ __align__(16) float red_BC[$(CH * red_slot)]; /* a pair's dB terms in its even slot, dC in its odd one */
 @ else
@@ -545,6 +551,21 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
           }
         }
       }
+@ if lane_pair then
+      /* My share of the steps (mine = lane * $(Q)): the two lanes swap the halves the other
+       * keeps, each adding its own part of its half to the other lane's. */
+      float dhB_m[$(Q)], dhAh_m[$(Q)], y_m[$(Q)];
+#pragma unroll
+      for (int i = 0; i < $(Q); i++) {
+        dhB_m[i] = (lane ? dhB[$(Q) + i] : dhB[i]) + __shfl_xor_sync(0xffffffffu, lane ? dhB[i] : dhB[$(Q) + i], 1);
+        dhAh_m[i] = (lane ? dhAh[$(Q) + i] : dhAh[i]) + __shfl_xor_sync(0xffffffffu, lane ? dhAh[i] : dhAh[$(Q) + i], 1);
+@   if variant.z then
+        y_m[i] = (lane ? y_p[$(Q) + i] : y_p[i]) + __shfl_xor_sync(0xffffffffu, lane ? y_p[i] : y_p[$(Q) + i], 1);
+@   else
+        y_m[i] = 0.f;
+@   end
+      }
+@ else
 #pragma unroll
       for (int i = 0; i < $(TB); i++) {
         part[0][slot * $(part_slot) + lane * $(part_row) + i] = dhB[i];
@@ -553,6 +574,7 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
         part[2][slot * $(part_slot) + lane * $(part_row) + i] = y_p[i];
 @ end
       }
+@ end
       if (t0 == 0 && active && p.dh0) {
 #pragma unroll
         for (int s = 0; s < $(S); s++) p.dh0[state_row + lane + s * $(LN)] = e[s]; /* a[0] dh[0] */
@@ -585,6 +607,7 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
         }
       }
 @ end
+@ if not lane_pair then
       /* My share of the steps: the lanes' parts added, the per-step gradients stored. */
       float dhB_m[$(Q)], dhAh_m[$(Q)], y_m[$(Q)];
 #pragma unroll
@@ -610,6 +633,7 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
         }
 @ end
       }
+@ end
       if (owner) {
         float du_m[$(Q)], ddelta_m[$(Q)];
 @ if variant.z then

@@ -351,13 +351,14 @@ static int64_t shape_waves(const sf_launch_shape *s) {
 /* Without a spec, the launch plan takes the lanes twin (twice the lanes, half the channels
  * a block) when its waves at SF_BWD_TWIN_BLOCK_COST of a wave each take less, then pairs=1
  * exactly when it needs fewer waves of blocks than the launch so far; what it then runs is
- * right. The shapes have the block counts of the 1024-block training rows (which take the
- * twin on an H200) and of the 768-block one, at L = 256 (split=state, as at 2048; the
+ * right. The shapes have the block counts of the 1024-block training rows (one wave of 8
+ * blocks an SM on an H200) and of the 768-block one, at L = 256 (split=state, as at 2048; the
  * blocks do not depend on L, and the float64 reference stays quick). */
 Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
   gpu_skip_without_device();
-  /* pairs=1 is a kernel of its own, and it holds more blocks an SM where shared memory
-   * was the limit (the tuned training launch: 32256 bytes a block without, 23808 with) */
+  /* pairs=1 is a kernel of its own, and it holds no fewer blocks an SM (the tuned training
+   * launch: 27648 bytes of shared memory a block without, 19200 with; both 8 an SM on an
+   * H200, where the registers are the limit) */
   sf_variant plain;
   cr_assert_eq(sf_variant_parse("op=bwd,split=state,dtype=bf16,threads=2,items=8,channels=16,states=1,minblocks=8,z=1,"
                                 "D=1,delta_bias=1,softplus=1", &plain), SF_OK, "%s", sf_last_error());
@@ -367,8 +368,8 @@ Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = g
   cr_assert_eq(sf_kernel_for_variant(gpu_ctx, &plain, &k_plain, NULL), SF_OK, "%s", sf_last_error());
   cr_assert_eq(sf_kernel_for_variant(gpu_ctx, &with_pairs, &k_pairs, NULL), SF_OK, "%s", sf_last_error());
   cr_expect_neq(k_plain, k_pairs, "pairs=1 got the kernel of pairs=0");
-  cr_expect_gt(k_pairs->blocks_per_sm, k_plain->blocks_per_sm, "blocks an SM: %d with pairs, %d without",
-               k_pairs->blocks_per_sm, k_plain->blocks_per_sm);
+  cr_expect_geq(k_pairs->blocks_per_sm, k_plain->blocks_per_sm, "blocks an SM: %d with pairs, %d without",
+                k_pairs->blocks_per_sm, k_plain->blocks_per_sm);
 
   static const struct { int64_t batch, dim; sf_dtype dtype; } rows[] = {
       {4, 4096, SF_BF16}, {8, 2048, SF_FP32}, {8, 1536, SF_BF16}};
@@ -390,7 +391,6 @@ Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = g
       take_lanes = shape_waves(&unpaired) > 1 &&
                    (double)shape_waves(&lanes) * SF_BWD_TWIN_BLOCK_COST < (double)shape_waves(&unpaired);
     }
-    if (k == 0) cr_expect(take_lanes, "row 0 takes the lanes twin on this GPU");
     const sf_launch_shape *base = take_lanes ? &lanes : &unpaired;
     cr_expect_eq(chosen.variant.threads, base->variant.threads, "row %zu", k);
     cr_expect_eq(chosen.variant.channels, base->variant.channels, "row %zu", k);
