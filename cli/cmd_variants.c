@@ -13,8 +13,9 @@ static void usage(FILE *out) {
           "and backward, for fp32, fp16 and bf16, d_state 8 and 16, with and without the\n"
           "gate z; the winners of the shipped tuning files made for these templates (what a\n"
           "tuned GPU runs); and the twins the launch plans may choose on the device instead:\n"
-          "the pairs=1 twin of each backward that can take it (docs/design-pairs.md), and\n"
-          "each split=state forward with half its items (docs/design-waves.md).\n"
+          "the lanes twin of each split=state backward that has one (twice the lanes, half\n"
+          "the channels) and the pairs=1 twin of each that can take it (docs/design-waves.md,\n"
+          "docs/design-pairs.md), and each split=state forward with half its items.\n"
           "'scanforge cache warm' compiles this grid ahead of time.\n");
 }
 

@@ -31,7 +31,7 @@ sf_status cli_check_bwd_variant(const sf_check_shape *shape, const char *spec, s
 /* The state interval of the backward's blocks in the block-states mode (sf_scan_bwd_block_states_interval). */
 sf_status cli_check_block_interval(const sf_check_shape *shape, const char *spec, int64_t *interval);
 /* On the device: the variant the launch plan runs for that check (it may fit the launch to
- * the GPU with pairs=1: docs/design-pairs.md); *inout is left alone when nothing runs. */
+ * the GPU with its lanes twin or pairs=1: docs/design-waves.md); *inout is left alone when nothing runs. */
 sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *shape, const char *spec, sf_variant *inout);
 
 /* "compiled by NVRTC", "read from the disk cache", ... */

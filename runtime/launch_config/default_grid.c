@@ -87,10 +87,12 @@ int sf_default_grid(sf_variant *variants, int capacity) {
   const int chosen = g.count;
   for (int i = 0; i < chosen; i++) {
     sf_variant twin = g.variants[i], lanes;
-    if (sf_bwd_lanes_twin(&twin, &lanes)) { /* and its own pairs twin, which fit_pairs may take after */
+    if (sf_bwd_lanes_twin(&twin, &lanes)) {
       add_unique(&g, &lanes);
-      lanes.pairs = sf_variant_can_pair(&lanes);
-      add_unique(&g, &lanes);
+      if (sf_variant_can_pair(&lanes)) { /* fit_pairs may pair the lanes twin after fit_lanes */
+        lanes.pairs = true;
+        add_unique(&g, &lanes);
+      }
     }
     if (sf_variant_can_pair(&twin)) {
       twin.pairs = true;

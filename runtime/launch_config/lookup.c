@@ -26,9 +26,10 @@ struct sf_tune_table {
 
 /* op, dtype, dstate, flags and block states packed, so that finding a class is one compare. */
 static uint64_t class_key(const sf_variant *v, bool block_states) {
-  return (uint64_t)block_states << 19 | (uint64_t)v->op | (uint64_t)v->dtype << 1 | (uint64_t)v->dstate << 3 | (uint64_t)v->has_z << 12 |
+  return (uint64_t)v->op | (uint64_t)v->dtype << 1 | (uint64_t)v->dstate << 3 | (uint64_t)v->has_z << 12 |
          (uint64_t)v->has_D << 13 | (uint64_t)v->has_delta_bias << 14 | (uint64_t)v->softplus << 15 |
-         (uint64_t)v->B_var << 16 | (uint64_t)v->C_var << 17 | (uint64_t)v->deterministic << 18;
+         (uint64_t)v->B_var << 16 | (uint64_t)v->C_var << 17 | (uint64_t)v->deterministic << 18 |
+         (uint64_t)block_states << 19;
 }
 
 static class_rows *find_class(const sf_tune_table *t, uint64_t key) {

@@ -29,8 +29,8 @@ int sf_tune_table_size(const sf_tune_table *table);
 
 /* Sets the knobs of `v` (op, dstate, dtype and flags set) from the nearest entry for a
  * call of this shape (among the block-states entries when `block_states`: a backward whose
- * forward saved states at a short interval), and returns true; returns false (v unchanged) when no entry is near
- * enough or none fits the call (a backward configuration must cover the call's state
+ * forward saved states at a short interval), and returns true; returns false (v
+ * unchanged) when no entry is near enough or none fits the call (a backward configuration must cover the call's state
  * interval exactly; a backward's or a split=state forward's channels must divide
  * dim / groups when B or C is variable).
  * No allocation, no lock. */

@@ -318,12 +318,14 @@ sf_status sf_scan_bwd_validate(const sf_scan_bwd_args *args);
 
 /* The variant a device backward call with these arguments would run, as a canonical spec:
  * the tuned or heuristic choice (from the tuning database's block-states entries when
- * args->fwd.state_interval is not 0: docs/design-block-states.md), then launch->spec (threads, items and channels only;
- * threads x items must equal sf_scan_state_interval(seqlen), and with variable B or C,
- * channels must divide dim / groups). Reads only the sizes, the flags, which optional
- * inputs are present and `deterministic`; launch may be NULL. Without a spec, the launch
- * plan may still set pairs=1 when the blocks fit the GPU in fewer waves with it, which
- * only the device knows: sf_scan_bwd_shape's variant is the one that runs. */
+ * args->fwd.state_interval is not 0: docs/design-block-states.md), then launch->spec
+ * (launch knobs only; with split=time, threads x items must equal
+ * sf_scan_state_interval(seqlen); with variable B or C, channels must divide
+ * dim / groups). Reads only the sizes, the flags, which optional inputs are present and
+ * `deterministic`; launch may be NULL. Without a spec, the launch plan may still take the
+ * lanes twin or pairs=1 when the blocks fit the GPU in fewer waves with them
+ * (docs/design-waves.md), which only the device knows: sf_scan_bwd_shape's variant is the
+ * one that runs. */
 sf_status sf_scan_bwd_variant(const sf_scan_bwd_args *args, const sf_launch *launch, sf_variant *out);
 
 /* The state interval at which backward variant `bwd` finds every block's starting state
@@ -343,7 +345,7 @@ sf_status sf_scan_bwd_block_states_interval(const sf_scan_bwd_args *args, const 
                                             int64_t *interval);
 
 /* The shape of the device backward call with these arguments (sf_scan_fwd_shape's); its
- * variant is the one the call runs, pairs included. */
+ * variant is the one the call runs, the launch plan's lanes twin or pairs=1 included. */
 sf_status sf_scan_bwd_shape(sf_context *ctx, const sf_scan_bwd_args *args, const sf_launch *launch,
                             sf_launch_shape *out);
 
