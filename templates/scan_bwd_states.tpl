@@ -82,6 +82,8 @@
 @ run_lengths = { Q }
 @ include("kernel_params.h")
 @ include("dtype.tpl")
+@ step_io = { steps = Q, copy_elems = EPC }
+@ include("step_io.tpl")
 @ include("carry_combine.tpl")
 @ -- the copies that fill a stage (stage_copy.tpl, stage_tasks.tpl): B, u and delta first
 @ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = EPC * size, rows = {} }
@@ -105,11 +107,15 @@
 
 #define SF_LOG2E 1.4426950408889634f
 
-/* v + bias -> dt and, with softplus, d dt / d v (docs/math.md). */
+/* v + bias -> dt and, with softplus, d dt / d v (docs/math.md). Every value is computed
+ * and the result selected, with no branch: a branch would cut the unrolled steps of
+ * my_steps into separate blocks and leave each step's load, exp and log latencies
+ * exposed one after another. */
 __device__ __forceinline__ void step_of(float v, float &dt, float &dsoft) {
 @ if variant.softplus then
-  const float e = __expf(v);
-  dt = v > 20.f ? v : v < -15.f ? e : __logf(1.f + e);
+  const float e = __expf(fminf(v, 20.f));
+  const float l = __logf(1.f + e);
+  dt = v > 20.f ? v : v < -15.f ? e : l;
   dsoft = v > 20.f ? 1.f : __fdividef(e, 1.f + e);
 @ else
   dt = v;
@@ -267,15 +273,13 @@ template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES> __device__ __forceinl
   /* 16-bit B (and C) of a landed stage to fp32, once for all the block's channels. */
   auto convert = [&](const stage_t &st, bool with_C) {
 @ if converted > 0 then
-@   local which = 0
+@   local list = {}
 @   for _, m in ipairs({ "B", "C" }) do
 @     if variant[m .. "_var"] then
-    if ($(m == "B" and "true" or "with_C")) {
-$(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      "))
-    }
-@       which = which + 1
+@       list[#list + 1] = { from = "st." .. m, to = "BC_f32[" .. #list .. "]", when = m == "C" and "with_C" or nil }
 @     end
 @   end
+$(common.widen_rows(list, N, TB, BLOCK, "    "))
 @ end
   };
 @ local function row_of(m)
@@ -288,27 +292,41 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
   float u_m[$(Q)], ds_m[$(Q)], g_m[$(Q)], gate_m[$(Q)];
   auto my_steps = [&](const stage_t &st, int t0, bool with_dout) {
     if (!owner) return;
+    /* every load first, then the steps side by side (no branch between them) */
+    float v[$(Q)], dt_q[$(Q)], dtu_q[$(Q)], dout_q[$(Q)];
+@ if variant.z then
+    float z_q[$(Q)];
+@ end
+    load_steps(&st.u[slot][mine], u_m);
+    load_steps(&st.delta[slot][mine], v);
+    if (with_dout) {
+      load_steps(&st.dout[slot][mine], dout_q);
+@ if variant.z then
+      load_steps(&st.z[slot][mine], z_q);
+@ end
+    }
 #pragma unroll
     for (int i = 0; i < $(Q); i++) {
-      u_m[i] = to_float(st.u[slot][mine + i]);
       float dt_i;
-      step_of($(variant.delta_bias and "to_float(st.delta[slot][mine + i]) + bias" or "to_float(st.delta[slot][mine + i])"), dt_i, ds_m[i]);
-      dt_i = t0 + mine + i < L ? dt_i : 0.f; /* padding steps: a = 1, x = 0 */
-      steps[0][slot][mine + i] = dt_i;
-      steps[1][slot][mine + i] = dt_i * u_m[i];
-      if (with_dout) {
-        const float dout_i = to_float(st.dout[slot][mine + i]);
+      step_of(v[i]$(variant.delta_bias and " + bias" or ""), dt_i, ds_m[i]);
+      dt_q[i] = t0 + mine + i < L ? dt_i : 0.f; /* padding steps: a = 1, x = 0 */
+      dtu_q[i] = dt_q[i] * u_m[i];
+    }
+    store_steps(&steps[0][slot][mine], dt_q);
+    store_steps(&steps[1][slot][mine], dtu_q);
+    if (with_dout) {
+#pragma unroll
+      for (int i = 0; i < $(Q); i++) {
 @ if variant.z then
-        const float z_i = to_float(st.z[slot][mine + i]);
-        const float sz = __fdividef(1.f, 1.f + __expf(-z_i));
-        g_m[i] = dout_i * z_i * sz;                      /* g = dout * silu(z) */
-        gate_m[i] = dout_i * sz * (1.f + z_i * (1.f - sz)); /* dz = y * gate */
+        const float sz = __fdividef(1.f, 1.f + __expf(-z_q[i]));
+        g_m[i] = dout_q[i] * z_q[i] * sz;                        /* g = dout * silu(z) */
+        gate_m[i] = dout_q[i] * sz * (1.f + z_q[i] * (1.f - sz)); /* dz = y * gate */
 @ else
-        g_m[i] = dout_i;
+        g_m[i] = dout_q[i];
         gate_m[i] = 0.f;
 @ end
-        steps[2][slot][mine + i] = g_m[i];
       }
+      store_steps(&steps[2][slot][mine], g_m);
     }
   };
 

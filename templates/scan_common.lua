@@ -102,20 +102,34 @@ function M.vector_row_strides(lanes, rows_per_slot, row, step, team)
   return best.inner, best.slot_words
 end
 
--- C statements that widen `rows` staged 16-bit rows of `items` steps (`from`, an array of
--- rows) into fp32 rows (`to`), four steps per thread and pass, by the `block` threads of
--- a block: the passes are unrolled, so no division or loop test is left but the last
--- pass's bound. The rows of both arrays must start 16-byte aligned (rows of 4k floats).
-function M.widen_rows(from, to, rows, items, block, indent)
+-- C statements that widen `rows` staged 16-bit rows of `items` steps into fp32 rows, four
+-- steps per thread and pass, by the `block` threads of a block, for each matrix of
+-- `list` ({ from = array of rows, to = array of rows, when = a C condition or nil }).
+-- Every load is issued before the first store: the stores go to other shared arrays, and
+-- loads after them would each wait out a load's latency alone. The passes are unrolled,
+-- so no division or loop test is left but the last pass's bound. The rows of both arrays
+-- must start 16-byte aligned (rows of 4k floats).
+function M.widen_rows(list, rows, items, block, indent)
   local quads, per_row = rows * items // 4, items // 4
-  local lines = {}
-  for pass = 0, (quads + block - 1) // block - 1 do
-    local w = string.format("(int)threadIdx.x + %d", pass * block)
-    local guard = (pass + 1) * block > quads and string.format("if (threadIdx.x < %d) ", quads - pass * block) or ""
-    lines[#lines + 1] = string.format("%s{ const int w = %s; %swiden4(&%s[w / %d][4 * (w %% %d)], &%s[w / %d][4 * (w %% %d)]); }",
-      indent, w, guard, from, per_row, per_row, to, per_row, per_row)
+  local loads, stores = {}, {}
+  for k, m in ipairs(list) do
+    for pass = 0, (quads + block - 1) // block - 1 do
+      local w = string.format("(int)threadIdx.x + %d", pass * block)
+      local guard = (pass + 1) * block > quads and string.format("threadIdx.x < %d", quads - pass * block) or nil
+      if m.when then guard = guard and (guard .. " && (" .. m.when .. ")") or m.when end
+      local name = string.format("w%d_%d", k, pass)
+      local at = string.format("[(%s) / %d][4 * ((%s) %% %d)]", w, per_row, w, per_row)
+      if guard then
+        loads[#loads + 1] = string.format("%suint2 %s = make_uint2(0u, 0u);", indent, name)
+        loads[#loads + 1] = string.format("%sif (%s) %s = load4_16(&%s%s);", indent, guard, name, m.from, at)
+        stores[#stores + 1] = string.format("%sif (%s) store4_f32(%s, &%s%s);", indent, guard, name, m.to, at)
+      else
+        loads[#loads + 1] = string.format("%sconst uint2 %s = load4_16(&%s%s);", indent, name, m.from, at)
+        stores[#stores + 1] = string.format("%sstore4_f32(%s, &%s%s);", indent, name, m.to, at)
+      end
+    end
   end
-  return table.concat(lines, "\n")
+  return table.concat(loads, "\n") .. "\n" .. table.concat(stores, "\n")
 end
 
 return M

@@ -43,16 +43,21 @@
 @ if Q ~= TB then run_lengths[2] = Q end
 @ include("kernel_params.h")
 @ include("dtype.tpl")
+@ step_io = { steps = Q, copy_elems = EPC }
+@ include("step_io.tpl")
 @ include("carry_combine.tpl")
 
 #define SF_LOG2E 1.4426950408889634f
 
 @ if variant.softplus then
 /* softplus(v) = log1p(exp(v)) for v <= 20, v above (docs/math.md); below -15, 1 + exp(v)
- * rounds to 1 in fp32, so exp(v) itself is the correctly rounded value there. */
+ * rounds to 1 in fp32, so exp(v) itself is the correctly rounded value there. Both sides
+ * are computed and one selected: a branch would cut a lane's unrolled steps into separate
+ * blocks, each waiting out its own load and exp latencies. */
 __device__ __forceinline__ float softplus(float v) {
-  const float e = __expf(v);
-  return v > 20.f ? v : v < -15.f ? e : __logf(1.f + e);
+  const float e = __expf(fminf(v, 20.f));
+  const float l = __logf(1.f + e);
+  return v > 20.f ? v : v < -15.f ? e : l;
 }
 @ end
 
@@ -180,15 +185,13 @@ template <bool CARRY, bool INNER_SAVES> __device__ __forceinline__ void scan_fwd
     const stage_t &st = stages[k & 1];
 @ if converted > 0 then
     /* 16-bit B and C to fp32, once per block instead of once per channel */
-@   local which = 0
+@   local list = {}
 @   for _, m in ipairs({ "B", "C" }) do
 @     if variant[m .. "_var"] then
-    if ($(m == "C" and "!CARRY" or "true")) {
-$(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      "))
-    }
-@       which = which + 1
+@       list[#list + 1] = { from = "st." .. m, to = "BC_f32[" .. #list .. "]", when = m == "C" and "!CARRY" or nil }
 @     end
 @   end
+$(common.widen_rows(list, N, TB, BLOCK, "    "))
     __syncthreads();
 @ end
 
@@ -196,20 +199,23 @@ $(common.widen_rows("st." .. m, "BC_f32[" .. which .. "]", N, TB, BLOCK, "      
     const int mine = lane * $(Q); /* my steps within the block */
     const bool owner = mine < $(TB);
     float u_mine[$(Q)];
-    if (owner) {
+    if (owner) { /* the loads first, then the steps side by side */
+      float v[$(Q)], dt_q[$(Q)], dtu_q[$(Q)];
+      load_steps(&st.u[slot][mine], u_mine);
+      load_steps(&st.delta[slot][mine], v);
 #pragma unroll
       for (int i = 0; i < $(Q); i++) {
-        u_mine[i] = to_float(st.u[slot][mine + i]);
-@ local v = variant.delta_bias and "to_float(st.delta[slot][mine + i]) + bias" or "to_float(st.delta[slot][mine + i])"
+@ local v = variant.delta_bias and "v[i] + bias" or "v[i]"
 @ if variant.softplus then
         const float step = softplus($(v));
 @ else
         const float step = $(v);
 @ end
-        const float dt_i = t0 + mine + i < L ? step : 0.f; /* padding steps are the identity */
-        dt_smem[slot][mine + i] = dt_i;
-        dtu_smem[slot][mine + i] = dt_i * u_mine[i];
+        dt_q[i] = t0 + mine + i < L ? step : 0.f; /* padding steps are the identity */
+        dtu_q[i] = dt_q[i] * u_mine[i];
       }
+      store_steps(&dt_smem[slot][mine], dt_q);
+      store_steps(&dtu_smem[slot][mine], dtu_q);
     }
     __syncwarp();
 @ local function row_of(m, index)
