@@ -153,6 +153,36 @@ static sf_status fit_lanes(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
   return sf_main_launch_fit_waves(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &twin, SF_BWD_TWIN_BLOCK_COST, v, plan);
 }
 
+/* A launch the runtime chose (no spec) that runs in one wave with at most
+ * SF_BWD_SPREAD_MAX_WARPS warps an SM takes its spread twin (sf_bwd_spread_twin: twice
+ * the lanes at the same channels, registers capped for the blocks an SM the call needs)
+ * when the twin still runs in one wave and spills at most SF_BWD_SPREAD_MAX_SPILL bytes a
+ * thread more: the same blocks with twice the warps to hide latencies
+ * (docs/design-waves.md). */
+static sf_status fit_spread(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
+                            sf_main_launch *plan) {
+  if (launch->spec || plan->segments.count > 0) return SF_OK;
+  int sm_count = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st != SF_OK) return st;
+  const int64_t blocks = sf_main_launch_blocks(plan, r->fwd.batch);
+  const int64_t at_once = (int64_t)plan->kernel->blocks_per_sm * sm_count;
+  if (at_once <= 0 || blocks > at_once) return SF_OK; /* past one wave: fit_lanes' and fit_pairs' case */
+  const int per_sm = (int)((blocks + sm_count - 1) / sm_count);
+  sf_variant twin;
+  if (per_sm * (int)(plan->block / 32) > SF_BWD_SPREAD_MAX_WARPS || !sf_bwd_spread_twin(v, per_sm, &twin)) return SF_OK;
+  sf_main_launch twin_plan;
+  if (sf_main_launch_plan(ctx, &twin, sf_main_entry(&twin, &r->fwd), r->fwd.batch, r->fwd.dim, r->fwd.seqlen,
+                          SF_BWD_PARALLEL_MAX_FILL, &twin_plan) != SF_OK) {
+    sf_clear_error();
+    return SF_OK;
+  }
+  if (twin_plan.segments.count == 0 && (int64_t)twin_plan.kernel->blocks_per_sm * sm_count >= blocks &&
+      twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + SF_BWD_SPREAD_MAX_SPILL)
+    *v = twin, *plan = twin_plan;
+  return SF_OK;
+}
+
 /* The variant and the main kernel's plan of a resolved device call. */
 static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
                           sf_main_launch *plan) {
@@ -168,6 +198,7 @@ static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     st = sf_main_launch_plan(ctx, v, sf_main_entry(v, f), f->batch, f->dim, f->seqlen, SF_BWD_PARALLEL_MAX_FILL, plan);
   if (st == SF_OK) st = fit_lanes(ctx, r, launch, v, plan);
   if (st == SF_OK) st = fit_pairs(ctx, r, launch, v, plan);
+  if (st == SF_OK) st = fit_spread(ctx, r, launch, v, plan);
   return st;
 }
 

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/error.h"
+
 /* The largest power of two up to `most` that divides `n`. */
 static int power_of_two_dividing(int64_t n, int most) {
   int c = most;
@@ -234,5 +236,20 @@ bool sf_bwd_lanes_twin(const sf_variant *v, sf_variant *twin) {
   *twin = *v;
   twin->threads *= 2;
   twin->channels /= 2;
+  return true;
+}
+
+bool sf_bwd_spread_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin) {
+  if (v->op != SF_OP_BWD || !v->split_states || blocks_per_sm < 1 || blocks_per_sm > 32) return false;
+  if (2 * v->threads > SF_BWD_SPREAD_MAX_LANES) return false;
+  if (v->dstate % (2 * v->threads) != 0 || v->dstate / (2 * v->threads) < SF_BWD_TWIN_MIN_STATES) return false;
+  if (v->pairs && 2 * v->threads >= 32) return false; /* pairs=1 needs two channels in a warp */
+  *twin = *v;
+  twin->threads *= 2;
+  twin->min_blocks = blocks_per_sm;
+  if (sf_variant_validate(twin) != SF_OK) {
+    sf_clear_error();
+    return false;
+  }
   return true;
 }

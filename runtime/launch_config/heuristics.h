@@ -32,4 +32,20 @@ bool sf_bwd_lanes_twin(const sf_variant *v, sf_variant *twin);
  * states (docs/perf.md, v13). */
 #define SF_BWD_TWIN_BLOCK_COST 0.6
 
+/* The backward's launch plan may spread a chosen split=state launch that runs in one wave
+ * with few warps an SM (fit_spread, runtime/launch/scan_bwd_gpu.c): its spread twin has
+ * twice the lanes a channel at the same channels a block (blocks twice as large, each lane
+ * keeping half the states, at least SF_BWD_TWIN_MIN_STATES) and registers capped so that
+ * `blocks_per_sm` blocks fit an SM. True, with *twin set, when v has one. */
+bool sf_bwd_spread_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin);
+/* Only launches of at most this many warps an SM are spread, only up to this many lanes a
+ * channel, and the twin may spill at most this many bytes a thread more than the launch it
+ * replaces. Measured on the H200 (docs/perf.md, v14): 2 -> 4 lanes at 6 warps an SM (the
+ * Mamba-130M training backward) ran 8-15% faster, also with 4 bytes of spills; 8 -> 16
+ * lanes at N = 64 ran 11% slower (the sums over lanes grow with the lanes), and a launch
+ * that spilled 192 bytes 50% slower. */
+#define SF_BWD_SPREAD_MAX_WARPS 8
+#define SF_BWD_SPREAD_MAX_LANES 4
+#define SF_BWD_SPREAD_MAX_SPILL 64
+
 #endif

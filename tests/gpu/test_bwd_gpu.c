@@ -348,10 +348,32 @@ static int64_t shape_waves(const sf_launch_shape *s) {
   return (s->blocks + at_once - 1) / at_once;
 }
 
+/* fit_spread's choice for the launch so far (fit): its spread twin (twice the lanes,
+ * registers capped for the blocks an SM the call needs) when fit runs in one wave with at
+ * most SF_BWD_SPREAD_MAX_WARPS warps an SM and the twin still runs in one wave, spilling at
+ * most SF_BWD_SPREAD_MAX_SPILL bytes a thread more. True, with *spread set, when the plan
+ * takes it. */
+static bool spread_expected(sf_scan_bwd_args *args, const sf_launch_shape *fit, sf_launch_shape *spread) {
+  const sf_variant *v = &fit->variant;
+  const int64_t per_sm = (fit->blocks + fit->sm_count - 1) / fit->sm_count;
+  sf_variant twin;
+  if (shape_waves(fit) != 1 || per_sm * (v->threads * v->channels / 32) > SF_BWD_SPREAD_MAX_WARPS ||
+      !sf_bwd_spread_twin(v, (int)per_sm, &twin))
+    return false;
+  char spec[128];
+  snprintf(spec, sizeof spec, "threads=%d,channels=%d,pairs=%d,minblocks=%d", twin.threads, twin.channels,
+           twin.pairs, twin.min_blocks);
+  cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, args, &(sf_launch){.spec = spec}, spread), SF_OK, "%s", sf_last_error());
+  const sf_kernel *k_fit, *k_twin;
+  cr_assert_eq(sf_kernel_for_variant(gpu_ctx, v, &k_fit, NULL), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_kernel_for_variant(gpu_ctx, &twin, &k_twin, NULL), SF_OK, "%s", sf_last_error());
+  return shape_waves(spread) == 1 && k_twin->local_bytes <= k_fit->local_bytes + SF_BWD_SPREAD_MAX_SPILL;
+}
+
 /* Without a spec, the launch plan takes the lanes twin (twice the lanes, half the channels
  * a block) when its waves at SF_BWD_TWIN_BLOCK_COST of a wave each take less, then pairs=1
- * exactly when it needs fewer waves of blocks than the launch so far; what it then runs is
- * right. The shapes have the block counts of the 1024-block training rows (one wave of 8
+ * exactly when it needs fewer waves of blocks than the launch so far, then the spread twin
+ * of a one-wave launch of few warps; what it then runs is right. The shapes have the block counts of the 1024-block training rows (one wave of 8
  * blocks an SM on an H200) and of the 768-block one, at L = 256 (split=state, as at 2048; the
  * blocks do not depend on L, and the float64 reference stays quick). */
 Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
@@ -391,9 +413,7 @@ Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = g
       take_lanes = shape_waves(&unpaired) > 1 &&
                    (double)shape_waves(&lanes) * SF_BWD_TWIN_BLOCK_COST < (double)shape_waves(&unpaired);
     }
-    const sf_launch_shape *base = take_lanes ? &lanes : &unpaired;
-    cr_expect_eq(chosen.variant.threads, base->variant.threads, "row %zu", k);
-    cr_expect_eq(chosen.variant.channels, base->variant.channels, "row %zu", k);
+    const sf_launch_shape *base = take_lanes ? &lanes : &unpaired, *fit = base;
     snprintf(spec, sizeof spec, "threads=%d,channels=%d,pairs=1", base->variant.threads, base->variant.channels);
     if (sf_scan_bwd_shape(gpu_ctx, &args, &(sf_launch){.spec = spec}, &paired) != SF_OK) { /* not a launch that pairs */
       cr_expect(!chosen.variant.pairs, "row %zu took pairs=1, which its launch refuses", k);
@@ -401,7 +421,13 @@ Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = g
       const bool fewer = shape_waves(&paired) < shape_waves(base);
       cr_expect_eq(chosen.variant.pairs, fewer, "row %zu: pairs=%d, waves %lld without and %lld with", k,
                    chosen.variant.pairs, (long long)shape_waves(base), (long long)shape_waves(&paired));
+      if (fewer) fit = &paired;
     }
+    sf_launch_shape spread;
+    const sf_launch_shape *expected = spread_expected(&args, fit, &spread) ? &spread : fit;
+    cr_expect_eq(chosen.variant.threads, expected->variant.threads, "row %zu", k);
+    cr_expect_eq(chosen.variant.channels, expected->variant.channels, "row %zu", k);
+    cr_expect_eq(chosen.variant.min_blocks, expected->variant.min_blocks, "row %zu", k);
     sf_check_bwd_result r;
     cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &(sf_launch){0}, 13000 + k, &r), SF_OK, "%s", sf_last_error());
     char errors[512] = "";

@@ -1,7 +1,8 @@
 /* test_launch_plan_fake.c: the launch plans on the pretend driver (tests/fake_cuda/), whose
  * blocks an SM follow the kernels' static shared memory as on an H100: pairs=1 is chosen
- * exactly when it needs fewer waves, and only without a launch spec; the forward's half
- * items likewise; block-states backwards take their own tuning entries. */
+ * exactly when it needs fewer waves, and only without a launch spec; a one-wave launch of
+ * few warps its spread twin; the forward's half items likewise; block-states backwards take
+ * their own tuning entries. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -46,13 +47,31 @@ static int64_t waves(const sf_launch_shape *s) {
   return (s->blocks + at_once - 1) / at_once;
 }
 
+/* What fit_spread makes of `fit`, the launch so far: when it runs in one wave with at most
+ * SF_BWD_SPREAD_MAX_WARPS warps an SM, its spread twin (twice the lanes, registers capped
+ * for the blocks an SM the call needs) if that still runs in one wave (the pretend driver
+ * reports no spills). True, with *spread set, when the plan should take it. */
+static bool expected_spread(sf_scan_bwd_args *args, const sf_launch_shape *fit, sf_launch_shape *spread) {
+  const sf_variant *v = &fit->variant;
+  const int64_t per_sm = (fit->blocks + fit->sm_count - 1) / fit->sm_count;
+  if (waves(fit) != 1 || per_sm * (v->threads * v->channels / 32) > SF_BWD_SPREAD_MAX_WARPS ||
+      v->dstate / (2 * v->threads) < SF_BWD_TWIN_MIN_STATES || 2 * v->threads > SF_BWD_SPREAD_MAX_LANES)
+    return false;
+  char spec[128];
+  snprintf(spec, sizeof spec, "threads=%d,channels=%d,pairs=%d,minblocks=%lld", 2 * v->threads, v->channels,
+           v->pairs, (long long)per_sm);
+  cr_assert_eq(sf_scan_bwd_shape(ctx, args, &(sf_launch){.spec = spec}, spread), SF_OK, "%s", sf_last_error());
+  return waves(spread) == 1;
+}
+
 /* The backward's plan without a spec: the lanes twin (twice the lanes, half the channels a
  * block) when its waves at SF_BWD_TWIN_BLOCK_COST of a wave each take less than the chosen
- * launch's; then pairs=1 exactly when it needs fewer waves than the launch so far. */
+ * launch's; then pairs=1 exactly when it needs fewer waves than the launch so far; then,
+ * for one wave of few warps, the spread twin. */
 Test(launch_plan_fake, lanes_twin_then_pairs_when_they_save_time, .init = setup, .fini = teardown, .timeout = 300) {
   /* 1024, 1728 and 768 blocks of the heuristics' 2 lanes x 16 channels */
   static const struct { int64_t batch, dim; } calls[] = {{4, 4096}, {18, 1536}, {8, 1536}};
-  int took_lanes = 0;
+  int took_lanes = 0, took_spread = 0;
   for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
     sf_scan_bwd_args args = training_call(calls[k].batch, calls[k].dim);
     sf_launch_shape chosen, plain, paired, lanes, lanes_paired;
@@ -70,21 +89,34 @@ Test(launch_plan_fake, lanes_twin_then_pairs_when_they_save_time, .init = setup,
     took_lanes += take_lanes;
     if (waves(&plain) == 1) cr_expect_not(take_lanes, "row %zu: one wave keeps its launch", k);
     const sf_launch_shape *base = take_lanes ? &lanes : &plain, *base_paired = take_lanes ? &lanes_paired : &paired;
-    cr_expect_eq(chosen.variant.threads, base->variant.threads, "row %zu", k);
-    cr_expect_eq(chosen.variant.channels, base->variant.channels, "row %zu", k);
-    cr_expect_eq(chosen.variant.pairs, waves(base_paired) < waves(base), "row %zu: %lld waves without pairs, %lld with",
-                 k, (long long)waves(base), (long long)waves(base_paired));
-    cr_expect_eq(chosen.blocks_per_sm, (chosen.variant.pairs ? base_paired : base)->blocks_per_sm);
+    const bool take_pairs = waves(base_paired) < waves(base);
+    const sf_launch_shape *fit = take_pairs ? base_paired : base;
+    sf_launch_shape spread;
+    const bool take_spread = expected_spread(&args, fit, &spread);
+    took_spread += take_spread;
+    const sf_launch_shape *expected = take_spread ? &spread : fit;
+    cr_expect_eq(chosen.variant.threads, expected->variant.threads, "row %zu", k);
+    cr_expect_eq(chosen.variant.channels, expected->variant.channels, "row %zu", k);
+    cr_expect_eq(chosen.variant.min_blocks, expected->variant.min_blocks, "row %zu", k);
+    cr_expect_eq(chosen.variant.pairs, take_pairs, "row %zu: %lld waves without pairs, %lld with", k,
+                 (long long)waves(base), (long long)waves(base_paired));
+    cr_expect_eq(chosen.blocks_per_sm, expected->blocks_per_sm);
   }
+  cr_expect_gt(took_spread, 0, "the one-wave 130M row takes the spread twin on this GPU");
   cr_expect_gt(took_lanes, 0, "the rows past one wave take the twin on this GPU");
-  /* the deterministic mode never takes it (twice the partial sums' slices) */
+  /* the deterministic mode never takes it (twice the partial sums' slices); pairs=1 and the
+   * spread twin keep the channels, so they may follow */
   sf_scan_bwd_args args = training_call(4, 4096);
   args.deterministic = true;
-  sf_launch_shape plain, chosen;
+  sf_launch_shape plain, paired, chosen, spread;
   cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "pairs=0"}, &plain), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "pairs=1"}, &paired), SF_OK, "%s", sf_last_error());
   cr_assert_eq(sf_scan_bwd_shape(ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
-  cr_expect_eq(chosen.variant.threads, plain.variant.threads);
+  const sf_launch_shape *fit = waves(&paired) < waves(&plain) ? &paired : &plain;
+  const sf_launch_shape *expected = expected_spread(&args, fit, &spread) ? &spread : fit;
+  cr_expect_eq(chosen.variant.threads, expected->variant.threads);
   cr_expect_eq(chosen.variant.channels, plain.variant.channels);
+  cr_expect_eq(chosen.variant.pairs, fit->variant.pairs);
 }
 
 /* A forward of (batch, dim, L, N) in bf16 with every optional input but h0; never read. */

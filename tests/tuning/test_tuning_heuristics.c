@@ -59,3 +59,30 @@ Test(tuning_heuristics, every_choice_is_generated_and_launchable, .timeout = 600
         }
   cr_expect_eq(checked, 2 * 3 * 10 * (int)(sizeof shapes / sizeof shapes[0]));
 }
+
+/* The spread twin (fit_spread): twice the lanes at the same channels, registers capped for
+ * the blocks an SM asked for; none where a lane would keep fewer than 4 states, past
+ * SF_BWD_SPREAD_MAX_LANES lanes, or for a forward; the twin is a variant the template takes. */
+Test(tuning_heuristics, spread_twin_doubles_the_lanes_within_its_limits) {
+  sf_variant v, twin;
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=16,dtype=bf16,threads=2,items=8,channels=16,minblocks=8,z=1",
+                                &v), SF_OK, "%s", sf_last_error());
+  cr_assert(sf_bwd_spread_twin(&v, 6, &twin));
+  cr_expect_eq(twin.threads, 4);
+  cr_expect_eq(twin.channels, 16);
+  cr_expect_eq(twin.items, 8);
+  cr_expect_eq(twin.min_blocks, 6);
+  char *source = NULL;
+  size_t length = 0;
+  cr_expect_eq(sf_generate(&twin, &source, &length), SF_OK, "%s", sf_last_error());
+  free(source);
+  cr_expect_not(sf_bwd_spread_twin(&twin, 6, &v), "4 -> 8 lanes is past SF_BWD_SPREAD_MAX_LANES");
+  cr_expect_not(sf_bwd_spread_twin(&v, 0, &twin), "no blocks an SM");
+  sf_variant small = v;
+  small.dstate = 8;
+  small.threads = 2;
+  cr_expect_not(sf_bwd_spread_twin(&small, 6, &twin), "4 lanes of N = 8 keep 2 states each");
+  sf_variant forward = v;
+  forward.op = SF_OP_FWD;
+  cr_expect_not(sf_bwd_spread_twin(&forward, 6, &twin));
+}
