@@ -396,7 +396,6 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
    * its saved state, the next one's inputs fetched while one runs. */
   const int chunk = parallel ? f.segment : BLOCK_STATES ? L : K;
   const int c_last = parallel ? (int)blockIdx.z : BLOCK_STATES ? 0 : f.nsaved - 1, c_first = parallel ? (int)blockIdx.z : 0;
-  const int K_shift = __ffs(K) - 1; /* K is a power of two */
   if (parallel) {
 #pragma unroll
     for (int s = 0; s < $(S); s++) e[s] = p.carry_adjoint[(state_row / $(N) * f.nsegments + c_last) * $(N) + lane + s * $(LN)];
@@ -464,7 +463,7 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
       const int which = (blocks - 1 - k) & 1;
       float h_start[$(S)]; /* the block's checkpoint (local memory) or saved state, read before the wait below hides its latency */
       if (BLOCK_STATES) {
-        const float *saved = t0 > 0 ? f.saved_states + (state_row / $(N) * f.nsaved + (t0 >> K_shift) - 1) * $(N) + lane
+        const float *saved = t0 > 0 ? f.saved_states + (state_row / $(N) * f.nsaved + (t0 >> f.state_shift) - 1) * $(N) + lane
                                     : f.h0 ? f.h0 + state_row + lane : 0;
 #pragma unroll
         for (int s = 0; s < $(S); s++) h_start[s] = saved ? saved[s * $(LN)] : 0.f;

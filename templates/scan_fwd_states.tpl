@@ -173,7 +173,6 @@ template <bool CARRY, bool INNER_SAVES> __device__ __forceinline__ void scan_fwd
     for (int s = 0; s < $(S); s++) h[s] = p.carry_state[(state_row / $(N) * p.nsegments + blockIdx.z) * $(N) + lane + s * $(LN)];
   }
   const int nblocks = (t_end - t_begin + $(TB - 1)) / $(TB);
-  const int K_shift = __ffs(p.state_interval) - 1; /* the interval is a power of two: saved state k ends at (k + 1) << K_shift */
   fetch(t_begin, 0, !CARRY);
   copies_commit();
   for (int k = 0; k < nblocks; k++) {
@@ -283,7 +282,7 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
       if (INNER_SAVES && i4 + 4 < $(TB) && active && ((i4 + 4) & (p.state_interval - 1)) == 0 && t0 + i4 + 4 < L) {
 #pragma unroll
         for (int s = 0; s < $(S); s++)
-          p.saved_states[(state_row / $(N) * p.nsaved + ((t0 + i4 + 4) >> K_shift) - 1) * $(N) + lane + s * $(LN)] = h[s];
+          p.saved_states[(state_row / $(N) * p.nsaved + ((t0 + i4 + 4) >> p.state_shift) - 1) * $(N) + lane + s * $(LN)] = h[s];
       }
 @ end
     }
@@ -292,7 +291,7 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
     if (p.saved_states && active && ((t0 + $(TB)) & (p.state_interval - 1)) == 0 && t0 + $(TB) < L) {
 #pragma unroll
       for (int s = 0; s < $(S); s++)
-        p.saved_states[(state_row / $(N) * p.nsaved + ((t0 + $(TB)) >> K_shift) - 1) * $(N) + lane + s * $(LN)] = h[s];
+        p.saved_states[(state_row / $(N) * p.nsaved + ((t0 + $(TB)) >> p.state_shift) - 1) * $(N) + lane + s * $(LN)] = h[s];
     }
 
     /* Add the lanes' parts: lane j sums the y of its steps j*$(Q) .. +$(Q - 1). */

@@ -33,6 +33,9 @@ typedef struct sf_fwd_params {
   int groups;  /* channel d reads group d / (dim / groups) */
   int state_interval; /* a power of two: sf_scan_fwd_args.state_interval resolved */
   int nsaved;         /* ceil(seqlen / state_interval) */
+  int state_shift;    /* log2(state_interval): saved state k ends at step (k + 1) << state_shift.
+                         A parameter, not computed in the kernel: the compiler then reads it
+                         from the parameter bank instead of keeping (or spilling) a register */
   /* Segments in parallel (split=state templates, their carry pass first): block z takes
    * the steps [z * segment, (z + 1) * segment) alone. segment is a power of two, a
    * multiple of items, that divides the default interval; with a shorter state_interval

@@ -5,6 +5,13 @@ const char *sf_advance(const void *p, int64_t elements, int element_size) {
   return p ? (const char *)p + elements * element_size : NULL;
 }
 
+/* log2 of a power of two. */
+static int log2_of(int64_t power_of_two) {
+  int n = 0;
+  while (power_of_two > 1) power_of_two >>= 1, n++;
+  return n;
+}
+
 sf_fwd_params sf_fwd_params_for_rows(const sf_scan_fwd_args *r, int64_t b0, int64_t rows) {
   const int es = sf_dtype_size(r->dtype);
   const int64_t state_offset = b0 * r->dim * r->dstate;
@@ -30,7 +37,7 @@ sf_fwd_params sf_fwd_params_for_rows(const sf_scan_fwd_args *r, int64_t b0, int6
       .saved_states = r->saved_states ? r->saved_states + state_offset * nsaved : NULL,
       .batch = (int)rows, .dim = (int)r->dim, .seqlen = (int)r->seqlen,
       .groups = r->groups, .state_interval = (int)sf_scan_args_interval(r),
-      .nsaved = (int)nsaved,
+      .nsaved = (int)nsaved, .state_shift = log2_of(sf_scan_args_interval(r)),
   };
   return p;
 }
