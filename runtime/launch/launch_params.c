@@ -16,6 +16,7 @@ sf_fwd_params sf_fwd_params_for_rows(const sf_scan_fwd_args *r, int64_t b0, int6
   const int es = sf_dtype_size(r->dtype);
   const int64_t state_offset = b0 * r->dim * r->dstate;
   const int64_t nsaved = sf_scan_saved_count(r->seqlen, r->state_interval);
+  const int64_t interval = sf_scan_args_interval(r);
   sf_fwd_params p = {
       .u = sf_advance(r->u, b0 * r->u_batch_stride, es),
       .delta = sf_advance(r->delta, b0 * r->delta_batch_stride, es),
@@ -36,8 +37,8 @@ sf_fwd_params sf_fwd_params_for_rows(const sf_scan_fwd_args *r, int64_t b0, int6
       .last_state = r->last_state ? r->last_state + state_offset : NULL,
       .saved_states = r->saved_states ? r->saved_states + state_offset * nsaved : NULL,
       .batch = (int)rows, .dim = (int)r->dim, .seqlen = (int)r->seqlen,
-      .groups = r->groups, .state_interval = (int)sf_scan_args_interval(r),
-      .nsaved = (int)nsaved, .state_shift = log2_of(sf_scan_args_interval(r)),
+      .groups = r->groups, .state_interval = (int)interval,
+      .nsaved = (int)nsaved, .state_shift = log2_of(interval),
   };
   return p;
 }

@@ -31,10 +31,7 @@ int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch) {
   return (int64_t)plan->grid_x * batch * (plan->segments.count > 0 ? plan->segments.count : 1);
 }
 
-/* Times the GPU fills up with the plan's blocks (rounded up: 2 for 1.1), the blocks it
- * runs at once being its kernel's blocks an SM times sm_count; INT64_MAX when the
- * occupancy is unknown. */
-static int64_t plan_waves(const sf_main_launch *plan, int64_t batch, int sm_count) {
+int64_t sf_main_launch_waves(const sf_main_launch *plan, int64_t batch, int sm_count) {
   const int64_t blocks = sf_main_launch_blocks(plan, batch);
   const int64_t at_once = (int64_t)plan->kernel->blocks_per_sm * sm_count;
   return at_once > 0 ? (blocks + at_once - 1) / at_once : INT64_MAX;
@@ -45,14 +42,14 @@ sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, d
   int sm_count = 0;
   sf_status st = sf_context_sm_count(ctx, &sm_count);
   if (st != SF_OK) return st;
-  const int64_t waves = plan_waves(plan, f->batch, sm_count);
+  const int64_t waves = sf_main_launch_waves(plan, f->batch, sm_count);
   if (waves <= 1 || waves == INT64_MAX) return SF_OK;
   sf_main_launch twin_plan;
   if (sf_main_launch_plan(ctx, twin, sf_main_entry(twin, f), f->batch, f->dim, f->seqlen, max_fill, &twin_plan) != SF_OK) {
     sf_clear_error();
     return SF_OK;
   }
-  const int64_t twin_waves = plan_waves(&twin_plan, f->batch, sm_count);
+  const int64_t twin_waves = sf_main_launch_waves(&twin_plan, f->batch, sm_count);
   if (twin_plan.segments.count == 0 && twin_waves != INT64_MAX && (double)twin_waves * block_cost < (double)waves)
     *v = *twin, *plan = twin_plan;
   return SF_OK;

@@ -32,6 +32,11 @@ sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const char *
 /* Blocks the plan launches over batch rows: channel blocks x rows x segments. */
 int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch);
 
+/* Times the GPU fills up with the plan's blocks (rounded up: 2 for 1.1), the blocks it
+ * runs at once being its kernel's blocks an SM times sm_count; INT64_MAX when the
+ * occupancy is unknown. */
+int64_t sf_main_launch_waves(const sf_main_launch *plan, int64_t batch, int sm_count);
+
 /* The launch plans' wave rules (docs/design-waves.md): when `plan` (of variant *v, a call
  * with forward arguments f) needs more than one wave, plans `twin` instead and takes it,
  * with its plan, if it needs no segments and its waves (rounded up) times block_cost, the

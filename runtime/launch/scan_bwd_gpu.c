@@ -165,9 +165,9 @@ static sf_status fit_spread(sf_context *ctx, const sf_scan_bwd_args *r, const sf
   int sm_count = 0;
   sf_status st = sf_context_sm_count(ctx, &sm_count);
   if (st != SF_OK) return st;
+  /* past one wave (or of unknown occupancy): fit_lanes' and fit_pairs' case */
+  if (sf_main_launch_waves(plan, r->fwd.batch, sm_count) != 1) return SF_OK;
   const int64_t blocks = sf_main_launch_blocks(plan, r->fwd.batch);
-  const int64_t at_once = (int64_t)plan->kernel->blocks_per_sm * sm_count;
-  if (at_once <= 0 || blocks > at_once) return SF_OK; /* past one wave: fit_lanes' and fit_pairs' case */
   const int per_sm = (int)((blocks + sm_count - 1) / sm_count);
   sf_variant twin;
   if (per_sm * (int)(plan->block / 32) > SF_BWD_SPREAD_MAX_WARPS || !sf_bwd_spread_twin(v, per_sm, &twin)) return SF_OK;
@@ -177,7 +177,7 @@ static sf_status fit_spread(sf_context *ctx, const sf_scan_bwd_args *r, const sf
     sf_clear_error();
     return SF_OK;
   }
-  if (twin_plan.segments.count == 0 && (int64_t)twin_plan.kernel->blocks_per_sm * sm_count >= blocks &&
+  if (twin_plan.segments.count == 0 && sf_main_launch_waves(&twin_plan, r->fwd.batch, sm_count) == 1 &&
       twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + SF_BWD_SPREAD_MAX_SPILL)
     *v = twin, *plan = twin_plan;
   return SF_OK;

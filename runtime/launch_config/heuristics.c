@@ -230,9 +230,15 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   v->channels = channels;
 }
 
+/* Whether a split=state backward can run twice its lanes a channel, each lane keeping at
+ * least SF_BWD_TWIN_MIN_STATES states (the condition both twins share). */
+static bool lanes_can_double(const sf_variant *v) {
+  return v->op == SF_OP_BWD && v->split_states && v->dstate % (2 * v->threads) == 0 &&
+         v->dstate / (2 * v->threads) >= SF_BWD_TWIN_MIN_STATES;
+}
+
 bool sf_bwd_lanes_twin(const sf_variant *v, sf_variant *twin) {
-  if (v->op != SF_OP_BWD || !v->split_states || v->channels % 2 != 0) return false;
-  if (v->dstate % (2 * v->threads) != 0 || v->dstate / (2 * v->threads) < SF_BWD_TWIN_MIN_STATES) return false;
+  if (!lanes_can_double(v) || v->channels % 2 != 0) return false;
   *twin = *v;
   twin->threads *= 2;
   twin->channels /= 2;
@@ -240,9 +246,8 @@ bool sf_bwd_lanes_twin(const sf_variant *v, sf_variant *twin) {
 }
 
 bool sf_bwd_spread_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin) {
-  if (v->op != SF_OP_BWD || !v->split_states || blocks_per_sm < 1 || blocks_per_sm > 32) return false;
-  if (2 * v->threads > SF_BWD_SPREAD_MAX_LANES) return false;
-  if (v->dstate % (2 * v->threads) != 0 || v->dstate / (2 * v->threads) < SF_BWD_TWIN_MIN_STATES) return false;
+  if (!lanes_can_double(v) || 2 * v->threads > SF_BWD_SPREAD_MAX_LANES || blocks_per_sm < 1 || blocks_per_sm > 32)
+    return false;
   if (v->pairs && 2 * v->threads >= 32) return false; /* pairs=1 needs two channels in a warp */
   *twin = *v;
   twin->threads *= 2;
