@@ -53,29 +53,36 @@ __device__ __forceinline__ void store4_f32(uint2 w, float *to) {
 @ local vtype, words = common.vector_type(vbytes)
 @ local per_vector = vbytes // size
 
-/* Loads the $(items) elements p[0..$(items)) into x; elements at or past `valid` read as
- * `fill`. Full, $(vbytes)-byte aligned runs take $(vbytes)-byte loads. */
-__device__ __forceinline__ void load_run(const elem_t *p, int valid, float fill, float (&x)[$(items)]) {
-  if (valid >= $(items) && ((unsigned long long)p % $(vbytes)) == 0) {
-    const $(vtype) *v = reinterpret_cast<const $(vtype) *>(p);
+/* Loads the $(items) elements p[0..$(items)) into x with $(vbytes)-byte loads; p must be
+ * $(vbytes)-byte aligned (no test: a caller that knows it, such as a lane's run of a staged
+ * row, keeps its code free of branches). */
+__device__ __forceinline__ void load_run_aligned(const elem_t *p, float (&x)[$(items)]) {
+  const $(vtype) *v = reinterpret_cast<const $(vtype) *>(p);
 @ for k = 0, items // per_vector - 1 do
-    {
-      const $(vtype) w = v[$(k)];
+  {
+    const $(vtype) w = v[$(k)];
 @   if not words then
-      x[$(k)] = to_float(w);
+    x[$(k)] = to_float(w);
 @   elseif size == 4 then
 @     for j, field in ipairs(words) do
-      x[$(k * per_vector + j - 1)] = __uint_as_float(w$(field ~= "" and "." .. field or ""));
+    x[$(k * per_vector + j - 1)] = __uint_as_float(w$(field ~= "" and "." .. field or ""));
 @     end
 @   else
 @     for j, field in ipairs(words) do
 @       local word = "w" .. (field ~= "" and "." .. field or "")
-      x[$(k * per_vector + 2 * (j - 1))] = to_float((elem_t)($(word) & 0xffffu));
-      x[$(k * per_vector + 2 * (j - 1) + 1)] = to_float((elem_t)($(word) >> 16));
+    x[$(k * per_vector + 2 * (j - 1))] = to_float((elem_t)($(word) & 0xffffu));
+    x[$(k * per_vector + 2 * (j - 1) + 1)] = to_float((elem_t)($(word) >> 16));
 @     end
 @   end
-    }
+  }
 @ end
+}
+
+/* Loads the $(items) elements p[0..$(items)) into x; elements at or past `valid` read as
+ * `fill`. Full, $(vbytes)-byte aligned runs take $(vbytes)-byte loads. */
+__device__ __forceinline__ void load_run(const elem_t *p, int valid, float fill, float (&x)[$(items)]) {
+  if (valid >= $(items) && ((unsigned long long)p % $(vbytes)) == 0) {
+    load_run_aligned(p, x);
   } else {
 #pragma unroll
     for (int i = 0; i < $(items); i++) x[i] = i < valid ? to_float(p[i]) : fill;

@@ -82,7 +82,7 @@
 @ run_lengths = { Q }
 @ include("kernel_params.h")
 @ include("dtype.tpl")
-@ step_io = { steps = Q, copy_elems = EPC }
+@ step_io = { steps = Q }
 @ include("step_io.tpl")
 @ include("carry_combine.tpl")
 @ -- the copies that fill a stage (stage_copy.tpl, stage_tasks.tpl): B, u and delta first
@@ -297,12 +297,12 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 @ if variant.z then
     float z_q[$(Q)];
 @ end
-    load_steps(&st.u[slot][mine], u_m);
-    load_steps(&st.delta[slot][mine], v);
+    load_run_aligned(&st.u[slot][mine], u_m);
+    load_run_aligned(&st.delta[slot][mine], v);
     if (with_dout) {
-      load_steps(&st.dout[slot][mine], dout_q);
+      load_run_aligned(&st.dout[slot][mine], dout_q);
 @ if variant.z then
-      load_steps(&st.z[slot][mine], z_q);
+      load_run_aligned(&st.z[slot][mine], z_q);
 @ end
     }
 #pragma unroll

@@ -43,7 +43,7 @@
 @ if Q ~= TB then run_lengths[2] = Q end
 @ include("kernel_params.h")
 @ include("dtype.tpl")
-@ step_io = { steps = Q, copy_elems = EPC }
+@ step_io = { steps = Q }
 @ include("step_io.tpl")
 @ include("carry_combine.tpl")
 
@@ -200,8 +200,8 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
     float u_mine[$(Q)];
     if (owner) { /* the loads first, then the steps side by side */
       float v[$(Q)], dt_q[$(Q)], dtu_q[$(Q)];
-      load_steps(&st.u[slot][mine], u_mine);
-      load_steps(&st.delta[slot][mine], v);
+      load_run_aligned(&st.u[slot][mine], u_mine);
+      load_run_aligned(&st.delta[slot][mine], v);
 #pragma unroll
       for (int i = 0; i < $(Q); i++) {
 @ local v = variant.delta_bias and "v[i] + bias" or "v[i]"
