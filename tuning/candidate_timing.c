@@ -37,7 +37,7 @@ sf_status sf_tuner_time_candidate(run_state *s, const sf_measure_sets *sets, con
                                   bool may_stop_early, sf_tune_candidate *c) {
   char spec[256];
   sf_tuner_knob_spec(v, spec, sizeof spec);
-  timed_call call = {.ctx = s->measure_ctx, .sets = sets, .backward = v->op == SF_OP_BWD, .launch = {.spec = spec}};
+  timed_call call = {.ctx = s->measure_ctx, .sets = sets, .backward = v->op == SF_OP_BWD, .launch = {.spec = spec, .spec_planned = true}};
   const int reps = s->opt->reps < 20 ? 20 : s->opt->reps;
   float *ms = malloc((size_t)reps * sizeof *ms);
   if (!ms) return sf_fail(SF_ENOMEM, "tune: out of memory");

@@ -69,3 +69,5 @@ sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_ma
   };
   return SF_OK;
 }
+
+bool sf_main_launch_may_twin(const sf_launch *launch) { return !launch->spec || launch->spec_planned; }

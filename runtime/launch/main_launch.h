@@ -46,6 +46,11 @@ int64_t sf_main_launch_waves(const sf_main_launch *plan, int64_t batch, int sm_c
 sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
                                    double block_cost, sf_variant *v, sf_main_launch *plan);
 
+/* Whether the launch plan may replace the call's variant by a twin: a variant the
+ * runtime chose (no spec), or a spec the caller lets be planned (spec_planned, as the
+ * tuner times its candidates). */
+bool sf_main_launch_may_twin(const sf_launch *launch);
+
 /* The call's shape for sf_scan_{fwd,bwd}_shape, from its plan. */
 sf_status sf_main_launch_shape(sf_context *ctx, const sf_variant *v, const sf_main_launch *plan, int64_t batch,
                                sf_launch_shape *out);

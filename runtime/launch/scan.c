@@ -22,12 +22,15 @@ sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *lau
   return sf_call_variant(args, SF_OP_FWD, false, false, launch, out);
 }
 
-/* A split=state launch the runtime chose (no spec) whose blocks spill into one more wave
- * than the same launch with half the steps a block would need takes the shorter blocks:
- * fewer registers and less shared memory, so more blocks an SM (docs/design-waves.md). */
+/* A split=state launch the plan may change (sf_main_launch_may_twin) whose blocks spill
+ * into one more wave than the same launch with half the steps a block would need takes
+ * the shorter blocks: fewer registers and less shared memory, so more blocks an SM
+ * (docs/design-waves.md). */
 static sf_status fit_items(sf_context *ctx, const sf_scan_fwd_args *r, const sf_launch *launch, sf_variant *v,
                            sf_main_launch *plan) {
-  if (launch->spec || !v->split_states || v->items <= SF_FWD_FIT_MIN_ITEMS || plan->segments.count > 0) return SF_OK;
+  if (!sf_main_launch_may_twin(launch) || !v->split_states || v->items <= SF_FWD_FIT_MIN_ITEMS ||
+      plan->segments.count > 0)
+    return SF_OK;
   sf_variant shorter = *v;
   shorter.items /= 2;
   return sf_main_launch_fit_waves(ctx, r, SF_FWD_PARALLEL_MAX_FILL, &shorter, 1.0, v, plan);

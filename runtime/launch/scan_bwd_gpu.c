@@ -128,20 +128,22 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
   return st != SF_OK ? st : freed;
 }
 
-/* A launch the runtime chose (no spec) whose blocks spill into one more wave than the
- * same launch with pairs=1 would need takes pairs=1: half the shared memory of the dB/dC
- * sums, more blocks an SM, for a shuffle and an add per (t, n) (docs/design-pairs.md). */
+/* A launch the plan may change (sf_main_launch_may_twin) whose blocks spill into one more
+ * wave than the same launch with pairs=1 would need takes pairs=1: half the shared memory
+ * of the dB/dC sums, more blocks an SM, for a shuffle and an add per (t, n)
+ * (docs/design-pairs.md). */
 static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
                            sf_main_launch *plan) {
-  if (launch->spec || v->pairs || !sf_variant_can_pair(v) || plan->segments.count > 0) return SF_OK;
+  if (!sf_main_launch_may_twin(launch) || v->pairs || !sf_variant_can_pair(v) || plan->segments.count > 0)
+    return SF_OK;
   sf_variant paired = *v;
   paired.pairs = true;
   return sf_main_launch_fit_waves(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &paired, 1.0, v, plan);
 }
 
-/* A launch the runtime chose (no spec) whose blocks need more than one wave takes its
- * lanes twin (sf_bwd_lanes_twin: twice the lanes, half the channels a block) when the
- * twin's waves, each SF_BWD_TWIN_BLOCK_COST of a wave of the chosen launch's, take less:
+/* A launch the plan may change (sf_main_launch_may_twin) whose blocks need more than one
+ * wave takes its lanes twin (sf_bwd_lanes_twin: twice the lanes, half the channels a
+ * block) when the twin's waves, each SF_BWD_TWIN_BLOCK_COST of a wave of the chosen launch's, take less:
  * its blocks are as large but do half the work, so its last wave is shorter
  * (docs/design-waves.md). Not in the deterministic mode: half the channels a block is
  * twice the slices of dB and dC partial sums to write and add, which costs more than the
@@ -149,19 +151,21 @@ static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
 static sf_status fit_lanes(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
                            sf_main_launch *plan) {
   sf_variant twin;
-  if (launch->spec || r->deterministic || plan->segments.count > 0 || !sf_bwd_lanes_twin(v, &twin)) return SF_OK;
+  if (!sf_main_launch_may_twin(launch) || r->deterministic || plan->segments.count > 0 ||
+      !sf_bwd_lanes_twin(v, &twin))
+    return SF_OK;
   return sf_main_launch_fit_waves(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &twin, SF_BWD_TWIN_BLOCK_COST, v, plan);
 }
 
-/* A launch the runtime chose (no spec) that runs in one wave with at most
- * SF_BWD_SPREAD_MAX_WARPS warps an SM takes its spread twin (sf_bwd_spread_twin: twice
+/* A launch the plan may change (sf_main_launch_may_twin) that runs in one wave with at
+ * most SF_BWD_SPREAD_MAX_WARPS warps an SM takes its spread twin (sf_bwd_spread_twin: twice
  * the lanes at the same channels, registers capped for the blocks an SM the call needs)
  * when the twin still runs in one wave and spills at most SF_BWD_SPREAD_MAX_SPILL bytes a
  * thread more: the same blocks with twice the warps to hide latencies
  * (docs/design-waves.md). */
 static sf_status fit_spread(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
                             sf_main_launch *plan) {
-  if (launch->spec || plan->segments.count > 0) return SF_OK;
+  if (!sf_main_launch_may_twin(launch) || plan->segments.count > 0) return SF_OK;
   int sm_count = 0;
   sf_status st = sf_context_sm_count(ctx, &sm_count);
   if (st != SF_OK) return st;

@@ -119,6 +119,37 @@ Test(launch_plan_fake, lanes_twin_then_pairs_when_they_save_time, .init = setup,
   cr_expect_eq(chosen.variant.pairs, fit->variant.pairs);
 }
 
+/* A spec with spec_planned (as the tuner times its candidates) is planned like the
+ * runtime's own choice: the heuristics' knobs as a planned spec give the launch the call
+ * without a spec gets, twins and all; as a plain spec they run as written. */
+Test(launch_plan_fake, a_planned_spec_takes_the_twins_a_plain_spec_does_not, .init = setup, .fini = teardown,
+     .timeout = 300) {
+  static const struct { int64_t batch, dim; } calls[] = {{4, 4096}, {18, 1536}, {8, 1536}};
+  int twinned = 0;
+  for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+    sf_scan_bwd_args args = training_call(calls[k].batch, calls[k].dim);
+    sf_variant heuristic;
+    cr_assert_eq(sf_scan_bwd_variant(&args, NULL, &heuristic), SF_OK, "%s", sf_last_error());
+    char spec[160];
+    snprintf(spec, sizeof spec, "split=state,threads=%d,items=%d,channels=%d,states=%d,minblocks=%d,pairs=%d",
+             heuristic.threads, heuristic.items, heuristic.channels, heuristic.states, heuristic.min_blocks,
+             heuristic.pairs);
+    sf_launch_shape chosen, planned, as_written;
+    cr_assert_eq(sf_scan_bwd_shape(ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
+    cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = spec, .spec_planned = true}, &planned), SF_OK,
+                 "%s", sf_last_error());
+    cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = spec}, &as_written), SF_OK, "%s", sf_last_error());
+    const sf_tune_knobs want = sf_tune_knobs_of(&chosen.variant), got = sf_tune_knobs_of(&planned.variant),
+                        written = sf_tune_knobs_of(&as_written.variant), asked = sf_tune_knobs_of(&heuristic);
+    cr_expect(sf_tune_knobs_equal(&got, &want), "row %zu: a planned spec runs what the runtime's choice runs", k);
+    cr_expect_eq(planned.variant.pairs, chosen.variant.pairs, "row %zu", k);
+    cr_expect(sf_tune_knobs_equal(&written, &asked) && as_written.variant.pairs == heuristic.pairs,
+              "row %zu: a plain spec runs as written", k);
+    twinned += !sf_tune_knobs_equal(&want, &asked) || chosen.variant.pairs != heuristic.pairs;
+  }
+  cr_expect_gt(twinned, 0, "some of these rows take a twin on this GPU, so the test tells the two apart");
+}
+
 /* A forward of (batch, dim, L, N) in bf16 with every optional input but h0; never read. */
 static sf_scan_fwd_args forward_call(int64_t batch, int64_t dim, int64_t seqlen, int dstate) {
   static _Alignas(16) float never_read[4];

@@ -236,6 +236,9 @@ typedef struct sf_launch {
                          replace the tuned choice (its flags must match the call) */
   bool untuned;       /* device: ignore the tuning database, the heuristics choose (as
                          $SCANFORGE_TUNING=off does for the whole process) */
+  bool spec_planned;  /* device, with spec: the launch plan may still replace the spec by
+                         its twins (docs/design-waves.md) as it does a tuned choice, so
+                         that the tuner times what a call tuned to the spec runs */
 } sf_launch;
 
 /* Something the user should hear once about the tuning database (a corrupt file, entries
