@@ -74,9 +74,6 @@
 @   reject("pairs", string.format("pairs=1 needs an even number of channels with two or more in a warp, got channels=%d of %d lanes", CH, LN))
 @ end
 @ local red_arrays = pairs and 1 or ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0))
-@ -- where dC's terms start in `red`, and the slots from one channel's terms to the next's
-@ local C_OFF = pairs and red_slot or (variant.B_var and CH * red_slot or 0)
-@ local red_step = pairs and 2 or 1
 @ local part_bytes = lane_pair and 0 or parts * CH * part_slot * 4
 @ local smem_bytes = math.max(staging_bytes + part_bytes + red_arrays * CH * red_slot * 4, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
 @ if smem_bytes > 48 * 1024 then
@@ -185,10 +182,15 @@ template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES> __device__ __forceinl
   /* each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y) */
   __shared__ __align__(16) float part[$(parts)][$(CH * part_slot)];
 @ end
-@ if red_arrays > 0 then
-  /* each channel's dB terms, then its dC terms (after every channel's dB terms), summed
-   * over the block; with pairs a pair's dB terms in its even slot, dC in its odd one */
-  __shared__ __align__(16) float red[$(red_arrays * CH * red_slot)];
+@ if pairs then
+  __shared__ __align__(16) float red_BC[$(CH * red_slot)]; /* a pair's dB terms in its even slot, dC in its odd one */
+@ else
+@   if variant.B_var then
+  __shared__ __align__(16) float red_B[$(CH * red_slot)]; /* each channel's dB terms, summed over the block */
+@   end
+@   if variant.C_var then
+  __shared__ __align__(16) float red_C[$(CH * red_slot)];
+@   end
 @ end
 @ if converted > 0 then
   /* B and C of the block converted to fp32 once, for every channel of the block */
@@ -549,16 +551,16 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 @ if pairs then
               { /* the pair's other channel: same lane, $(LN) threads away */
                 const float other = __shfl_xor_sync(0xffffffffu, odd_slot ? dB_t : dC_t, $(LN));
-                red[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = (odd_slot ? dC_t : dB_t) + other;
+                red_BC[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = (odd_slot ? dC_t : dB_t) + other;
               }
 @ elseif variant.B_var then
-              red[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dB_t;
+              red_B[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dB_t;
 @ else
               dB_sum[s] += dB_t;
 @ end
 @ if pairs then
 @ elseif variant.C_var then
-              red[$(C_OFF) + slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dC_t;
+              red_C[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dC_t;
 @ else
               dC_sum[s] += dC_t;
 @ end
@@ -597,30 +599,28 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
       __syncthreads();
 @ if variant.B_var or variant.C_var then
       /* Variable dB, dC: the block's channels added, four steps of a state at a time, one
-       * 16-byte atomic (or store) each where the rows allow it. dB's tasks come first, then
-       * dC's, so that a block with as many threads as tasks gives each thread one (a
-       * two-warp block: one warp sums dB, the other dC, and neither waits for the other). */
-@   local per_array = N * TB // 4
-@   local both = variant.B_var and variant.C_var
+       * 16-byte atomic (or store) each where the rows allow it. */
 #pragma unroll
-      for (int w = threadIdx.x; w < $((both and 2 or 1) * per_array); w += $(BLOCK)) {
-@   if both then
-        const bool is_C = w >= $(per_array);
-        const int k = is_C ? w - $(per_array) : w, base = is_C ? $(C_OFF) : 0;
-        float *const rows = is_C ? dC_rows : dB_rows;
-@   else
-        const int k = w, base = 0;
-        float *const rows = $(variant.B_var and "dB_rows" or "dC_rows");
-@   end
-        const int n = k / $(TB // 4), i4 = 4 * (k % $(TB // 4)), t = t0 + i4;
-        if (t < L && rows) {
-          float4 sum = *reinterpret_cast<const float4 *>(&red[base + n * $(red_row) + i4]);
+      for (int w = threadIdx.x; w < $(N * TB // 4); w += $(BLOCK)) {
+        const int n = w / $(TB // 4), i4 = 4 * (w % $(TB // 4)), t = t0 + i4;
+        if (t < L) {
+@   for _, m in ipairs({ "B", "C" }) do
+@     if variant[m .. "_var"] then
+@       -- with pairs, dB's sums are in the even slots of red_BC and dC's in the odd ones
+@       local array = pairs and "red_BC" or ("red_" .. m)
+@       local first = (pairs and m == "C") and (red_slot .. " + ") or ""
+@       local loop = pairs and string.format("int s = %d; s < %d; s += 2", m == "B" and 2 or 3, CH) or string.format("int s = 1; s < %d; s++", CH)
+          if (d$(m)_rows) {
+            float4 sum = *reinterpret_cast<const float4 *>(&$(array)[$(first)n * $(red_row) + i4]);
 #pragma unroll
-          for (int s = $(red_step); s < $(CH); s += $(red_step)) {
-            const float4 x = *reinterpret_cast<const float4 *>(&red[base + s * $(red_slot) + n * $(red_row) + i4]);
-            sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
+            for ($(loop)) {
+              const float4 x = *reinterpret_cast<const float4 *>(&$(array)[s * $(red_slot) + n * $(red_row) + i4]);
+              sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
+            }
+            add4(d$(m)_rows + (long long)n * L + t, sum, rows_of_four, L - t);
           }
-          add4(rows + (long long)n * L + t, sum, rows_of_four, L - t);
+@     end
+@   end
         }
       }
 @ end
