@@ -51,6 +51,7 @@ racecheck bwd_time --shape 2,64,700,16 "${flags[@]}" --backward --d-last-state -
 racecheck bwd_state --shape 2,64,1100,16 "${flags[@]}" --backward --d-last-state --dtype bf16 --spec split=state,threads=8,items=8,channels=8 &
 racecheck bwd_state_det --shape 2,64,700,16 "${flags[@]}" --backward --deterministic --dtype fp32 --spec split=state,threads=4,items=4,channels=16 &
 racecheck bwd_state_pairs --shape 2,64,1100,16 "${flags[@]}" --backward --d-last-state --dtype bf16 --spec split=state,threads=2,items=8,channels=16,pairs=1 &
+racecheck bwd_state_block_states --shape 2,64,1100,16 "${flags[@]}" --backward --d-last-state --state-interval block --dtype bf16 --spec split=state,threads=4,items=8,channels=16 &
 racecheck bwd_state_large_n --shape 1,32,600,128 "${flags[@]}" --backward --dtype fp16 --spec split=state,threads=16,items=4,channels=4 &
 
 wait

@@ -684,7 +684,11 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 @ end
         }
       }
-      __syncthreads(); /* the stage, the step values and the sums are rewritten next */
+      /* No barrier here: the next block's first one comes before anything this one reads
+       * is rewritten (its copies go to the stage this block last read before the barrier
+       * after the reverse pass; the step values, the lanes' parts and the dB/dC terms are
+       * rewritten only after the next block's first barrier), and lets the warps that
+       * finish first start the next block's copies while the others add the sums. */
     }
   }
 
