@@ -599,18 +599,27 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
       __syncthreads();
 @ if variant.B_var or variant.C_var then
       /* Variable dB, dC: the block's channels added, four steps of a state at a time, one
-       * 16-byte atomic (or store) each where the rows allow it. */
-#pragma unroll
-      for (int w = threadIdx.x; w < $(N * TB // 4); w += $(BLOCK)) {
-        const int n = w / $(TB // 4), i4 = 4 * (w % $(TB // 4)), t = t0 + i4;
-        if (t < L) {
+       * 16-byte atomic (or store) each where the rows allow it. The dB tasks come first,
+       * then the dC tasks, spread over every thread: a block of two warps gives one warp
+       * the dB sums and the other the dC sums, so neither waits at the next barrier while
+       * the other adds both. */
+@   local per_array = N * TB // 4
+@   local tasks = {}
 @   for _, m in ipairs({ "B", "C" }) do
-@     if variant[m .. "_var"] then
-@       -- with pairs, dB's sums are in the even slots of red_BC and dC's in the odd ones
-@       local array = pairs and "red_BC" or ("red_" .. m)
-@       local first = (pairs and m == "C") and (red_slot .. " + ") or ""
-@       local loop = pairs and string.format("int s = %d; s < %d; s += 2", m == "B" and 2 or 3, CH) or string.format("int s = 1; s < %d; s++", CH)
-          if (d$(m)_rows) {
+@     if variant[m .. "_var"] then tasks[#tasks + 1] = m end
+@   end
+#pragma unroll
+      for (int w = threadIdx.x; w < $(#tasks * per_array); w += $(BLOCK)) {
+@   for k, m in ipairs(tasks) do
+@     -- with pairs, dB's sums are in the even slots of red_BC and dC's in the odd ones
+@     local array = pairs and "red_BC" or ("red_" .. m)
+@     local first = (pairs and m == "C") and (red_slot .. " + ") or ""
+@     local loop = pairs and string.format("int s = %d; s < %d; s += 2", m == "B" and 2 or 3, CH) or string.format("int s = 1; s < %d; s++", CH)
+@     local guard = #tasks == 1 and "true" or (k == 1 and ("w < " .. per_array) or ("w >= " .. per_array))
+        if ($(guard)) { /* the d$(m) tasks */
+          const int task = w$(k == 2 and (" - " .. per_array) or "");
+          const int n = task / $(TB // 4), i4 = 4 * (task % $(TB // 4)), t = t0 + i4;
+          if (t < L && d$(m)_rows) {
             float4 sum = *reinterpret_cast<const float4 *>(&$(array)[$(first)n * $(red_row) + i4]);
 #pragma unroll
             for ($(loop)) {
@@ -619,9 +628,8 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
             }
             add4(d$(m)_rows + (long long)n * L + t, sum, rows_of_four, L - t);
           }
-@     end
-@   end
         }
+@   end
       }
 @ end
 @ if not lane_pair then
