@@ -37,6 +37,14 @@ int64_t sf_main_launch_waves(const sf_main_launch *plan, int64_t batch, int sm_c
   return at_once > 0 ? (blocks + at_once - 1) / at_once : INT64_MAX;
 }
 
+bool sf_main_launch_plan_twin(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
+                              sf_main_launch *out) {
+  if (sf_main_launch_plan(ctx, twin, sf_main_entry(twin, f), f->batch, f->dim, f->seqlen, max_fill, out) == SF_OK)
+    return true;
+  sf_clear_error();
+  return false;
+}
+
 sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
                                    double block_cost, sf_variant *v, sf_main_launch *plan) {
   int sm_count = 0;
@@ -45,10 +53,7 @@ sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, d
   const int64_t waves = sf_main_launch_waves(plan, f->batch, sm_count);
   if (waves <= 1 || waves == INT64_MAX) return SF_OK;
   sf_main_launch twin_plan;
-  if (sf_main_launch_plan(ctx, twin, sf_main_entry(twin, f), f->batch, f->dim, f->seqlen, max_fill, &twin_plan) != SF_OK) {
-    sf_clear_error();
-    return SF_OK;
-  }
+  if (!sf_main_launch_plan_twin(ctx, f, max_fill, twin, &twin_plan)) return SF_OK;
   const int64_t twin_waves = sf_main_launch_waves(&twin_plan, f->batch, sm_count);
   if (twin_plan.segments.count == 0 && twin_waves != INT64_MAX && (double)twin_waves * block_cost < (double)waves)
     *v = *twin, *plan = twin_plan;

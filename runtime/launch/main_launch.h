@@ -37,6 +37,12 @@ int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch);
  * occupancy is unknown. */
 int64_t sf_main_launch_waves(const sf_main_launch *plan, int64_t batch, int sm_count);
 
+/* Plans `twin`, an option the launch plan may take in place of the call's variant (a call
+ * with forward arguments f): true with *out set, or false, its error cleared, when it
+ * cannot be planned (refused, compiled, loaded), which leaves the call as planned. */
+bool sf_main_launch_plan_twin(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
+                              sf_main_launch *out);
+
 /* The launch plans' wave rules (docs/design-waves.md): when `plan` (of variant *v, a call
  * with forward arguments f) needs more than one wave, plans `twin` instead and takes it,
  * with its plan, if it needs no segments and its waves (rounded up) times block_cost, the

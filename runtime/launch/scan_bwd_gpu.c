@@ -143,9 +143,9 @@ static sf_status fit_pairs(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
 
 /* A launch the plan may change (sf_main_launch_may_twin) whose blocks need more than one
  * wave takes its lanes twin (sf_bwd_lanes_twin: twice the lanes, half the channels a
- * block) when the twin's waves, each SF_BWD_TWIN_BLOCK_COST of a wave of the chosen launch's, take less:
- * its blocks are as large but do half the work, so its last wave is shorter
- * (docs/design-waves.md). Not in the deterministic mode: half the channels a block is
+ * block) when the twin's waves, each SF_BWD_TWIN_BLOCK_COST of a wave of the chosen
+ * launch's, take less: its blocks are as large but do half the work, so its last wave is
+ * shorter (docs/design-waves.md). Not in the deterministic mode: half the channels a block is
  * twice the slices of dB and dC partial sums to write and add, which costs more than the
  * wave saves (13-20% slower on the 1024-block rows). */
 static sf_status fit_lanes(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
@@ -176,11 +176,7 @@ static sf_status fit_spread(sf_context *ctx, const sf_scan_bwd_args *r, const sf
   sf_variant twin;
   if (per_sm * (int)(plan->block / 32) > SF_BWD_SPREAD_MAX_WARPS || !sf_bwd_spread_twin(v, per_sm, &twin)) return SF_OK;
   sf_main_launch twin_plan;
-  if (sf_main_launch_plan(ctx, &twin, sf_main_entry(&twin, &r->fwd), r->fwd.batch, r->fwd.dim, r->fwd.seqlen,
-                          SF_BWD_PARALLEL_MAX_FILL, &twin_plan) != SF_OK) {
-    sf_clear_error();
-    return SF_OK;
-  }
+  if (!sf_main_launch_plan_twin(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &twin, &twin_plan)) return SF_OK;
   if (twin_plan.segments.count == 0 && sf_main_launch_waves(&twin_plan, r->fwd.batch, sm_count) == 1 &&
       twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + SF_BWD_SPREAD_MAX_SPILL)
     *v = twin, *plan = twin_plan;

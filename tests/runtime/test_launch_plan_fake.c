@@ -42,6 +42,12 @@ static sf_scan_bwd_args training_call(int64_t batch, int64_t dim) {
       .dout = x, .du = x, .ddelta = x, .dz = x, .dA = x, .dB = x, .dC = x};
 }
 
+/* Training calls whose launches take the backward's twins on this GPU: 1024, 1728 and 768
+ * blocks of the heuristics' 2 lanes x 16 channels. */
+static const struct {
+  int64_t batch, dim;
+} twin_calls[] = {{4, 4096}, {18, 1536}, {8, 1536}};
+
 static int64_t waves(const sf_launch_shape *s) {
   const int64_t at_once = (int64_t)s->blocks_per_sm * s->sm_count;
   return (s->blocks + at_once - 1) / at_once;
@@ -69,11 +75,9 @@ static bool expected_spread(sf_scan_bwd_args *args, const sf_launch_shape *fit, 
  * launch's; then pairs=1 exactly when it needs fewer waves than the launch so far; then,
  * for one wave of few warps, the spread twin. */
 Test(launch_plan_fake, lanes_twin_then_pairs_when_they_save_time, .init = setup, .fini = teardown, .timeout = 300) {
-  /* 1024, 1728 and 768 blocks of the heuristics' 2 lanes x 16 channels */
-  static const struct { int64_t batch, dim; } calls[] = {{4, 4096}, {18, 1536}, {8, 1536}};
   int took_lanes = 0, took_spread = 0;
-  for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
-    sf_scan_bwd_args args = training_call(calls[k].batch, calls[k].dim);
+  for (size_t k = 0; k < sizeof twin_calls / sizeof twin_calls[0]; k++) {
+    sf_scan_bwd_args args = training_call(twin_calls[k].batch, twin_calls[k].dim);
     sf_launch_shape chosen, plain, paired, lanes, lanes_paired;
     cr_assert_eq(sf_scan_bwd_shape(ctx, &args, NULL, &chosen), SF_OK, "%s", sf_last_error());
     cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "pairs=0"}, &plain), SF_OK, "%s", sf_last_error());
@@ -124,10 +128,9 @@ Test(launch_plan_fake, lanes_twin_then_pairs_when_they_save_time, .init = setup,
  * without a spec gets, twins and all; as a plain spec they run as written. */
 Test(launch_plan_fake, a_planned_spec_takes_the_twins_a_plain_spec_does_not, .init = setup, .fini = teardown,
      .timeout = 300) {
-  static const struct { int64_t batch, dim; } calls[] = {{4, 4096}, {18, 1536}, {8, 1536}};
   int twinned = 0;
-  for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
-    sf_scan_bwd_args args = training_call(calls[k].batch, calls[k].dim);
+  for (size_t k = 0; k < sizeof twin_calls / sizeof twin_calls[0]; k++) {
+    sf_scan_bwd_args args = training_call(twin_calls[k].batch, twin_calls[k].dim);
     sf_variant heuristic;
     cr_assert_eq(sf_scan_bwd_variant(&args, NULL, &heuristic), SF_OK, "%s", sf_last_error());
     char spec[160];
