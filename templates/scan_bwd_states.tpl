@@ -750,10 +750,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_carry(const 
  * end, from d_last_state through the later segments (e = P e + R, the last first). */
 extern "C" __global__ void __launch_bounds__(SF_COMBINE_THREADS) sf_scan_bwd_combine(const sf_bwd_params p) {
   const sf_fwd_params &f = p.f;
-  if (sf_combine_runs((long long)gridDim.y * f.dim * $(N)) == 1) /* the shape it was launched with */
-    combine_block<1>(f.carry_decay, p.carry_adjoint, p.d_last_state, f.dim, f.nsegments, f.nsegments, true);
-  else
-    combine_block<32>(f.carry_decay, p.carry_adjoint, p.d_last_state, f.dim, f.nsegments, f.nsegments, true);
+  combine_block(f.carry_decay, p.carry_adjoint, p.d_last_state, f.dim, f.nsegments, f.nsegments, true);
 }
 @ if det then
 

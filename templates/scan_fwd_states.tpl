@@ -359,8 +359,5 @@ extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_carry(const 
 /* Between the carry pass and the scan: each segment's F becomes the state before it, from
  * h0 through the earlier segments (h = P h + F; the last segment's carry is never measured). */
 extern "C" __global__ void __launch_bounds__(SF_COMBINE_THREADS) sf_scan_fwd_combine(const sf_fwd_params p) {
-  if (sf_combine_runs((long long)gridDim.y * p.dim * $(N)) == 1) /* the shape it was launched with */
-    combine_block<1>(p.carry_decay, p.carry_state, p.h0, p.dim, p.nsegments - 1, p.nsegments, false);
-  else
-    combine_block<32>(p.carry_decay, p.carry_state, p.h0, p.dim, p.nsegments - 1, p.nsegments, false);
+  combine_block(p.carry_decay, p.carry_state, p.h0, p.dim, p.nsegments - 1, p.nsegments, false);
 }

@@ -76,17 +76,28 @@ typedef struct sf_bwd_params {
 } sf_bwd_params;
 
 /* The combine kernels' shape (templates/carry_combine.tpl), computed alike on host and
- * device: blocks of 256 threads, each (row, state) pair served by `runs` threads, 1 or 32.
- * Measured on an H100 (docs/design-segments.md): one thread walking all of a pair's
- * segments is fastest once the launch's pairs fill the GPU (about half the threads an
- * H100 holds at once); with fewer, 32 threads a pair that split the segments between them. */
+ * device: blocks of 256 threads, each (row, state) pair served by `runs` threads that
+ * split its `maps` segment maps into runs. One thread walks all of a pair's maps once the
+ * launch's pairs fill the GPU (about half the threads an H100 holds at once; measured on
+ * an H100, docs/design-segments.md). With fewer pairs, enough threads that each run fits
+ * the SF_COMBINE_RUN_MAPS maps a thread loads at once: up to SF_COMBINE_LANE_RUNS lanes of
+ * a warp, chained with shuffles; past that, SF_COMBINE_SHARED_RUNS threads in different
+ * warps, chained in shared memory (measured on an H200, docs/design-segments.md). */
 #define SF_COMBINE_THREADS 256
 #define SF_COMBINE_FILL 131072LL
+#define SF_COMBINE_RUN_MAPS 8
+#define SF_COMBINE_LANE_RUNS 8
+#define SF_COMBINE_SHARED_RUNS 32
 #ifdef __CUDACC__
 #define SF_PARAMS_FN __device__ __forceinline__
 #else
 #define SF_PARAMS_FN static inline
 #endif
-SF_PARAMS_FN int sf_combine_runs(long long states) { return states >= SF_COMBINE_FILL ? 1 : 32; }
+SF_PARAMS_FN int sf_combine_runs(long long states, int maps) {
+  if (states >= SF_COMBINE_FILL) return 1;
+  int runs = 1;
+  while (runs < SF_COMBINE_LANE_RUNS && runs * SF_COMBINE_RUN_MAPS < maps) runs *= 2;
+  return runs * SF_COMBINE_RUN_MAPS < maps ? SF_COMBINE_SHARED_RUNS : runs;
+}
 
 #endif

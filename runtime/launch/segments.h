@@ -44,8 +44,9 @@ sf_status sf_segment_passes_open(sf_context *ctx, const sf_cu *cu, const sf_vari
 /* Carry array `array` from batch row b0 on (the chunk a launch covers). */
 float *sf_segment_carries(const sf_segment_passes *sp, int array, int64_t b0);
 /* Runs the carry pass (grid x by `rows` by `carry_segments`, `block` threads) and the
- * combine (sf_combine_runs threads per (row, channel, state), kernel_params.h) of one chunk of
- * `rows` batch rows; `params` is the kernel's argument block with the carries set. */
+ * combine (sf_combine_runs threads per (row, channel, state) for carry_segments maps,
+ * kernel_params.h) of one chunk of `rows` batch rows; `params` is the kernel's argument
+ * block with the carries set. */
 sf_status sf_segment_passes_run(const sf_cu *cu, const sf_segment_passes *sp, unsigned grid_x, int64_t rows,
                                 int64_t carry_segments, unsigned block, int64_t dim, int64_t dstate, void **params,
                                 CUstream stream);

@@ -82,15 +82,28 @@ Test(segments, can_be_turned_off_for_experiments) {
 }
 
 /* The combine's shape (kernel_params.h), which the host's launch and the kernel compute
- * alike: 32 threads a (row, state) below SF_COMBINE_FILL pairs, one from there on, and
- * blocks of SF_COMBINE_THREADS that hold a whole number of pairs. */
-Test(segments, combine_shape_switches_at_the_fill) {
-  cr_expect_eq(sf_combine_runs(1), 32);
-  cr_expect_eq(sf_combine_runs(SF_COMBINE_FILL - 1), 32);
-  cr_expect_eq(sf_combine_runs(SF_COMBINE_FILL), 1);
-  cr_expect_eq(sf_combine_runs(2 * 512 * 128), 1, "(2,512,2048,128): one thread a pair (docs/design-segments.md)");
-  cr_expect_eq(sf_combine_runs(64 * 16), 32, "(1,64,65536,16): 32 threads a pair");
+ * alike: below SF_COMBINE_FILL pairs, the fewest lanes a (row, state), up to
+ * SF_COMBINE_LANE_RUNS, whose runs hold SF_COMBINE_RUN_MAPS maps, else
+ * SF_COMBINE_SHARED_RUNS threads; one from the fill on; blocks of SF_COMBINE_THREADS that
+ * hold a whole number of pairs. */
+Test(segments, combine_shape_follows_the_maps_and_the_fill) {
+  cr_expect_eq(sf_combine_runs(1, 1), 1);
+  cr_expect_eq(sf_combine_runs(1, SF_COMBINE_RUN_MAPS), 1);
+  cr_expect_eq(sf_combine_runs(1, SF_COMBINE_RUN_MAPS + 1), 2);
+  cr_expect_eq(sf_combine_runs(1536 * 16, 31), 4, "(1,1536,2048,16) forward: 31 maps in 4 runs of 8");
+  cr_expect_eq(sf_combine_runs(1536 * 16, 63), SF_COMBINE_LANE_RUNS, "(1,1536,16384,16) forward: 63 maps in 8 lanes");
+  cr_expect_eq(sf_combine_runs(1536 * 16, 65), SF_COMBINE_SHARED_RUNS);
+  cr_expect_eq(sf_combine_runs(64 * 16, 511), SF_COMBINE_SHARED_RUNS, "(1,64,65536,16): runs chained in shared memory");
+  cr_expect_eq(sf_combine_runs(SF_COMBINE_FILL - 1, 100), SF_COMBINE_SHARED_RUNS);
+  cr_expect_eq(sf_combine_runs(SF_COMBINE_FILL, 100), 1);
+  cr_expect_eq(sf_combine_runs(2 * 512 * 128, 8), 1, "(2,512,2048,128): one thread a pair (docs/design-segments.md)");
   static const long long states[] = {1, 512, 4096, 131071, 131072, 1LL << 22};
+  static const int maps[] = {1, 7, 9, 31, 64, 255, 256, 257, 5000};
   for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
-    cr_expect_eq(SF_COMBINE_THREADS % sf_combine_runs(states[i]), 0, "%lld states: runs divide a block", states[i]);
+    for (size_t m = 0; m < sizeof maps / sizeof maps[0]; m++) {
+      const int runs = sf_combine_runs(states[i], maps[m]);
+      cr_expect(runs == SF_COMBINE_SHARED_RUNS || (runs >= 1 && runs <= SF_COMBINE_LANE_RUNS && (runs & (runs - 1)) == 0),
+                "%lld states, %d maps: %d runs", states[i], maps[m], runs);
+      cr_expect_eq(SF_COMBINE_THREADS % runs, 0, "%lld states: runs divide a block", states[i]);
+    }
 }
