@@ -89,8 +89,10 @@ __device__ __forceinline__ void combine_carries(const float *__restrict__ P, flo
   }
 #pragma unroll
   for (int j = 0; j < KEPT; j++) v_run = p_kept[j] * v_run + v_kept[j], p_run *= p_kept[j];
+  /* A run past the kept maps: never under sf_combine_runs' rule (runs x SF_COMBINE_RUN_MAPS
+   * >= maps in this shape); walked from memory so that a wider rule stays correct. */
 #pragma unroll 4
-  for (int k = k_begin + KEPT; k < k_end; k++) { /* runs longer than the kept maps */
+  for (int k = k_begin + KEPT; k < k_end; k++) {
     const float p = P[at(k)];
     v_run = p * v_run + V[at(k)];
     p_run *= p;
