@@ -64,10 +64,12 @@ sf_status sf_segment_passes_run(const sf_cu *cu, const sf_segment_passes *sp, un
                                               block, 1, 1, 0, stream, params, NULL),
                              "cuLaunchKernel(segment carries)");
   if (st != SF_OK) return st;
-  const int64_t pairs = SF_COMBINE_THREADS / sf_combine_runs((long long)(rows * dim * dstate), (int)carry_segments); /* as the kernel computes it */
+  /* the combine's maps are the carry pass's segments; its shape as the kernel computes it */
+  const int runs = sf_combine_runs((long long)(rows * dim * dstate), (int)carry_segments);
+  const int64_t pairs = SF_COMBINE_THREADS / runs;
   const int64_t blocks = (dim * dstate + pairs - 1) / pairs;
-  return sf_cu_check(cu->LaunchKernel(sp->combine->function, (unsigned)blocks, (unsigned)rows, 1, SF_COMBINE_THREADS, 1, 1, 0,
-                                      stream, params, NULL),
+  return sf_cu_check(cu->LaunchKernel(sp->combine->function, (unsigned)blocks, (unsigned)rows, 1, SF_COMBINE_THREADS,
+                                      1, 1, 0, stream, params, NULL),
                      "cuLaunchKernel(segment carries' combine)");
 }
 

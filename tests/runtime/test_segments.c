@@ -102,8 +102,8 @@ Test(segments, combine_shape_follows_the_maps_and_the_fill) {
   for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
     for (size_t m = 0; m < sizeof maps / sizeof maps[0]; m++) {
       const int runs = sf_combine_runs(states[i], maps[m]);
-      cr_expect(runs == SF_COMBINE_SHARED_RUNS || (runs >= 1 && runs <= SF_COMBINE_LANE_RUNS && (runs & (runs - 1)) == 0),
-                "%lld states, %d maps: %d runs", states[i], maps[m], runs);
+      const bool lanes = runs >= 1 && runs <= SF_COMBINE_LANE_RUNS && (runs & (runs - 1)) == 0;
+      cr_expect(runs == SF_COMBINE_SHARED_RUNS || lanes, "%lld states, %d maps: %d runs", states[i], maps[m], runs);
       cr_expect_eq(SF_COMBINE_THREADS % runs, 0, "%lld states: runs divide a block", states[i]);
     }
 }
