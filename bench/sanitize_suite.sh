@@ -30,11 +30,13 @@ memcheck_suite test_fwd_gpu 'fwd_gpu/*_dstate_1' &
 memcheck_suite test_fwd_gpu 'fwd_gpu/*_dstate_16' &
 memcheck_suite test_fwd_gpu 'fwd_gpu/launch_configurations' &
 memcheck_suite test_fwd_gpu 'fwd_gpu/split_state_segment_lengths' &
+memcheck_suite test_fwd_gpu 'fwd_gpu/rows_off_alignment' &
 memcheck_suite test_bwd_gpu 'bwd_gpu/*_dstate_16' &
 memcheck_suite test_bwd_gpu 'bwd_gpu/launch_configurations' &
 memcheck_suite test_bwd_gpu 'bwd_gpu/split_state_segment_lengths' &
 memcheck_suite test_bwd_gpu 'bwd_gpu/deterministic_mode_is_bitwise_reproducible' &
 memcheck_suite test_bwd_gpu 'bwd_gpu/split_state_pairs' &
+memcheck_suite test_bwd_gpu 'bwd_gpu/rows_off_alignment' &
 
 # racecheck: one call of each template family (shared memory is where races would be)
 racecheck() { # name, check arguments...

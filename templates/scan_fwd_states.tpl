@@ -101,8 +101,10 @@ struct stage_t {
  * z alone from the state sf_scan_fwd_combine left for it); CARRY = true (sf_scan_fwd_carry)
  * only measures, per segment, the product of its decays and its state at its end from a
  * state of 0 at its start. INNER_SAVES (sf_scan_fwd_inner_saves): states are saved more
- * often than once a block (docs/design-block-states.md), so inside it too. */
-template <bool CARRY, bool INNER_SAVES> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
+ * often than once a block (docs/design-block-states.md), so inside it too. WORDS (the
+ * `_words` entry points): rows that do not all start on a 16-byte boundary are staged in
+ * 4-byte pieces where they can be (stage_copy.tpl, docs/design-row-alignment.md). */
+template <bool CARRY, bool INNER_SAVES, bool WORDS> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
   __shared__ __align__(16) float dt_smem[$(CH)][$(TB + 4)], dtu_smem[$(CH)][$(TB + 4)];
   __shared__ __align__(16) float y_part[$(CH)][$(LN)][$(TB + 4)]; /* each lane's part of y */
@@ -344,16 +346,25 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_fwd_params p) {
-  scan_fwd_body<false, false>(p);
+  scan_fwd_body<false, false, false>(p);
 }
 
 /* The same when states are saved more often than once a block (docs/design-block-states.md). */
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_inner_saves(const sf_fwd_params p) {
-  scan_fwd_body<false, true>(p);
+  scan_fwd_body<false, true, false>(p);
+}
+
+/* The two above for rows off 16-byte alignment (docs/design-row-alignment.md). */
+extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)_words(const sf_fwd_params p) {
+  scan_fwd_body<false, false, true>(p);
+}
+
+extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_inner_saves_words(const sf_fwd_params p) {
+  scan_fwd_body<false, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_carry(const sf_fwd_params p) {
-  scan_fwd_body<true, false>(p);
+  scan_fwd_body<true, false, false>(p);
 }
 
 /* Between the carry pass and the scan: each segment's F becomes the state before it, from

@@ -9,17 +9,31 @@
 @ local EPC = BYTES // size
 
 /* Copies the $(BYTES) bytes at src (fewer when `valid` elements remain; zeros after) into
- * dst: asynchronously on sm_80 and newer when the row is $(BYTES)-byte aligned and the
- * whole copy lies in the sequence. A partial copy takes the plain loads: cp.async with a
- * shorter source becomes one $(BYTES)-byte copy with zero fill, which compute-sanitizer's
- * memcheck counts as a $(BYTES)-byte read past the end of the tensor. */
-__device__ __forceinline__ void copy_chunk(elem_t *dst, const elem_t *src, int valid, bool aligned) {
+ * dst: asynchronously on sm_80 and newer when the whole copy lies in the sequence, in one
+ * piece when the row is $(BYTES)-byte aligned; with WORDS, in 4-byte pieces when the
+ * source is only 4-byte aligned (rows whose length is not a whole number of copies, as
+ * L = 196 in bf16 or 49 in fp32, start off alignment on most channels;
+ * docs/design-row-alignment.md). Otherwise, and for a partial copy, plain loads:
+ * cp.async with a shorter source becomes one full copy with zero fill, which
+ * compute-sanitizer's memcheck counts as a read past the end of the tensor. WORDS is a
+ * kernel of its own (the `_words` entry points) so that the kernels for aligned rows stay
+ * as they were: the pieces' code shifts the register allocation of the others. */
+template <bool WORDS> __device__ __forceinline__ void copy_chunk(elem_t *dst, const elem_t *src, int valid, bool aligned) {
 #if __CUDA_ARCH__ >= 800
   if (aligned && valid >= $(EPC)) {
     const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.$(BYTES == 16 and "cg" or "ca").shared.global [%0], [%1], $(BYTES);\n" ::"r"(to), "l"(src));
     return;
   }
+@ if BYTES > 4 then
+@   local pieces = {}
+@   for k = 0, BYTES // 4 - 1 do pieces[#pieces + 1] = string.format("cp.async.ca.shared.global [%%0+%d], [%%1+%d], 4;\\n", 4 * k, 4 * k) end
+  if (WORDS && ((unsigned long long)src & 3) == 0 && valid >= $(EPC)) {
+    const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("$(table.concat(pieces))" ::"r"(to), "l"(src));
+    return;
+  }
+@ end
 #endif
 #pragma unroll
   for (int e = 0; e < $(EPC); e++) dst[e] = e < valid ? src[e] : (elem_t)0;

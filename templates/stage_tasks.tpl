@@ -4,7 +4,8 @@
 @ -- The including template sets the Lua global `stage` = { rows = { {name, count, base}
 @ -- ... }, items, padded (row length in the stage), block (threads), copy_bytes }, where
 @ -- `base` is the C expression of row i's first element. Rows marked `early = true` come
-@ -- first; a fetch with all = false copies only those.
+@ -- first; a fetch with all = false copies only those. The enclosing kernel body has a
+@ -- template parameter WORDS (stage_copy.tpl's copy_chunk).
 @ -- The table is built once: the same rows and columns serve every time block, and only
 @ -- t0 moves.
 @ local common = import("scan_common")
@@ -48,6 +49,6 @@
     for (int k = 0; k < $(PER_THREAD); k++) {
       const int meta = task_meta[k];
       if (meta >= 0 && (all || (meta & 256)))
-        copy_chunk(to + (meta >> 9), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
+        copy_chunk<WORDS>(to + (meta >> 9), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
     }
   };

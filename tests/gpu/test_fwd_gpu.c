@@ -107,6 +107,34 @@ Test(fwd_gpu, launch_configurations, .init = gpu_setup, .fini = gpu_teardown, .t
     }
 }
 
+/* Rows that do not start on a 16-byte boundary (an L of 196 in a 16-bit type, 49 in any):
+ * the staged copies go in 4-byte pieces, or element by element where a row starts 2 bytes
+ * off; 64 channels put every channel's row at each of the offsets the length gives. */
+Test(fwd_gpu, rows_off_alignment, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const char *const configs[] = {"split=state,threads=4,items=16,channels=16",
+                                        "split=state,threads=8,items=32,channels=8"};
+  static const int64_t lengths[] = {49, 98, 196, 1001};
+  static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
+  uint64_t seed = 4242;
+  for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++)
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+      for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
+        sf_check_shape shape = {.batch = 2, .dim = 64, .seqlen = lengths[l], .dstate = 8, .groups = 2,
+                                .dtype = dtypes[t], .z = true, .D = true, .delta_bias = true,
+                                .softplus = true, .h0 = true};
+        sf_launch launch = {.spec = configs[k]};
+        sf_check_result r;
+        sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
+        cr_expect_eq(st, SF_OK, "%s %s L=%lld: %s", configs[k], sf_dtype_name(dtypes[t]),
+                     (long long)lengths[l], sf_last_error());
+        if (st == SF_OK)
+          cr_expect(r.passed, "%s %s L=%lld: out %.3g, last_state %.3g, saved %.3g", configs[k],
+                    sf_dtype_name(dtypes[t]), (long long)lengths[l], r.out_error, r.last_state_error,
+                    r.saved_error);
+      }
+}
+
 /* States saved every 4 to 64 steps (docs/design-block-states.md): intervals shorter than a
  * block or a thread's run (saved inside it), equal, longer; ragged ends; segments (few
  * channels) and not; every dtype. The saved states are compared state by state. */
