@@ -10,6 +10,7 @@
 #include "runtime/launch/kernels.h"
 #include "scanforge/scanforge.h"
 #include "tests/support/gpu_fixture.h"
+#include "tests/support/off_alignment.h"
 
 
 typedef struct flag_set {
@@ -127,26 +128,19 @@ Test(bwd_gpu, rows_off_alignment, .init = gpu_setup, .fini = gpu_teardown, .time
   gpu_skip_without_device();
   static const char *const configs[] = {"split=state,threads=4,items=8,channels=16",
                                         "split=state,threads=4,items=4,channels=8"};
-  static const int64_t lengths[] = {49, 98, 196, 1001};
-  static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
   uint64_t seed = 4343;
-  for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++)
-    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
-      for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
-        sf_check_shape shape = {.batch = 2, .dim = 32, .seqlen = lengths[l], .dstate = 8, .groups = 2,
-                                .dtype = dtypes[t], .z = true, .D = true, .delta_bias = true,
-                                .softplus = true, .h0 = true, .d_last_state = true};
-        sf_launch launch = {.spec = configs[k]};
-        sf_check_bwd_result r;
-        sf_status st = sf_check_bwd(gpu_ctx, &shape, &launch, seed++, &r);
-        cr_expect_eq(st, SF_OK, "%s %s L=%lld: %s", configs[k], sf_dtype_name(dtypes[t]),
-                     (long long)lengths[l], sf_last_error());
-        if (st != SF_OK) continue;
-        char errors[512] = "";
-        describe(errors, sizeof errors, &r);
-        cr_expect(r.passed, "%s %s L=%lld: %s", configs[k], sf_dtype_name(dtypes[t]), (long long)lengths[l],
-                  errors);
-      }
+  for (int c = 0; c < 2 * OFF_ALIGNMENT_CALLS; c++) { /* each call with each launch */
+    const char *spec = configs[c % 2];
+    const sf_check_shape shape = off_alignment_shape(c / 2, 32);
+    sf_check_bwd_result r;
+    sf_status st = sf_check_bwd(gpu_ctx, &shape, &(sf_launch){.spec = spec}, seed++, &r);
+    cr_expect_eq(st, SF_OK, "%s %s L=%lld: %s", spec, sf_dtype_name(shape.dtype), (long long)shape.seqlen,
+                 sf_last_error());
+    char errors[512] = "";
+    if (st == SF_OK) describe(errors, sizeof errors, &r);
+    cr_expect(st != SF_OK || r.passed, "%s %s L=%lld: %s", spec, sf_dtype_name(shape.dtype), (long long)shape.seqlen,
+              errors);
+  }
 }
 
 typedef struct spec_case {

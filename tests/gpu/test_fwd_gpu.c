@@ -8,6 +8,7 @@
 #include "runtime/check/check.h"
 #include "scanforge/scanforge.h"
 #include "tests/support/gpu_fixture.h"
+#include "tests/support/off_alignment.h"
 
 
 typedef struct flag_set {
@@ -114,25 +115,19 @@ Test(fwd_gpu, rows_off_alignment, .init = gpu_setup, .fini = gpu_teardown, .time
   gpu_skip_without_device();
   static const char *const configs[] = {"split=state,threads=4,items=16,channels=16",
                                         "split=state,threads=8,items=32,channels=8"};
-  static const int64_t lengths[] = {49, 98, 196, 1001};
-  static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
   uint64_t seed = 4242;
   for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++)
-    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
-      for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
-        sf_check_shape shape = {.batch = 2, .dim = 64, .seqlen = lengths[l], .dstate = 8, .groups = 2,
-                                .dtype = dtypes[t], .z = true, .D = true, .delta_bias = true,
-                                .softplus = true, .h0 = true};
-        sf_launch launch = {.spec = configs[k]};
-        sf_check_result r;
-        sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
-        cr_expect_eq(st, SF_OK, "%s %s L=%lld: %s", configs[k], sf_dtype_name(dtypes[t]),
-                     (long long)lengths[l], sf_last_error());
-        if (st == SF_OK)
-          cr_expect(r.passed, "%s %s L=%lld: out %.3g, last_state %.3g, saved %.3g", configs[k],
-                    sf_dtype_name(dtypes[t]), (long long)lengths[l], r.out_error, r.last_state_error,
-                    r.saved_error);
-      }
+    for (int i = 0; i < OFF_ALIGNMENT_CALLS; i++) {
+      const sf_check_shape shape = off_alignment_shape(i, 64);
+      const sf_launch launch = {.spec = configs[k]};
+      sf_check_result r;
+      sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
+      cr_expect_eq(st, SF_OK, "%s %s L=%lld: %s", configs[k], sf_dtype_name(shape.dtype), (long long)shape.seqlen,
+                   sf_last_error());
+      if (st == SF_OK)
+        cr_expect(r.passed, "%s %s L=%lld: out %.3g, last_state %.3g, saved %.3g", configs[k],
+                  sf_dtype_name(shape.dtype), (long long)shape.seqlen, r.out_error, r.last_state_error, r.saved_error);
+    }
 }
 
 /* States saved every 4 to 64 steps (docs/design-block-states.md): intervals shorter than a
