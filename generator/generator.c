@@ -40,16 +40,6 @@ const char *sf_block_states_entry(sf_op op) {
   return op == SF_OP_FWD ? "sf_scan_fwd_inner_saves" : "sf_scan_bwd_block_states";
 }
 
-const char *sf_words_entry(const char *entry) {
-  static const char *const twins[][2] = {{"sf_scan_fwd", "sf_scan_fwd_words"},
-                                         {"sf_scan_fwd_inner_saves", "sf_scan_fwd_inner_saves_words"},
-                                         {"sf_scan_bwd", "sf_scan_bwd_words"},
-                                         {"sf_scan_bwd_block_states", "sf_scan_bwd_block_states_words"}};
-  for (size_t i = 0; i < sizeof twins / sizeof twins[0]; i++)
-    if (strcmp(entry, twins[i][0]) == 0) return twins[i][1];
-  return NULL;
-}
-
 static generation *generation_of(lua_State *L) {
   return lua_touserdata(L, lua_upvalueindex(1));
 }
@@ -219,6 +209,7 @@ static void push_variant(lua_State *L, const sf_variant *v, const char *spec) {
   set_field_bool(L, "C_var", v->C_var);
   set_field_bool(L, "deterministic", v->deterministic);
   set_field_bool(L, "pairs", v->pairs);
+  set_field_bool(L, "words", v->words);
 }
 
 static sf_status run_template(generation *g, const sf_variant *v, const char *spec, const char *name,

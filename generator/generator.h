@@ -11,10 +11,6 @@ const char *sf_kernel_name(sf_op op);
 /* The split=state templates' stand-in for it when states are saved at least once a block
  * (docs/design-block-states.md): "sf_scan_fwd_inner_saves" or "sf_scan_bwd_block_states". */
 const char *sf_block_states_entry(sf_op op);
-/* The split=state templates' twin of one of those four for rows that do not all start on
- * a 16-byte boundary ("sf_scan_fwd_words", ...; docs/design-row-alignment.md); NULL for
- * any other name. */
-const char *sf_words_entry(const char *entry);
 
 /* Whether two variants have the same canonical spec (every key equal). */
 bool sf_variant_same(const sf_variant *a, const sf_variant *b);

@@ -10,7 +10,7 @@
 #include "scanforge/scanforge.h"
 
 #define KEYS_ALLOWED \
-  "op, split, dstate, dtype, threads, items, channels, states, minblocks, z, D, delta_bias, softplus, B, C, deterministic, pairs"
+  "op, split, dstate, dtype, threads, items, channels, states, minblocks, z, D, delta_bias, softplus, B, C, deterministic, pairs, words"
 
 sf_variant sf_variant_default(void) {
   sf_variant v = {
@@ -94,6 +94,7 @@ static sf_status set_key(sf_variant *v, const char *key, const char *value) {
   if (strcmp(key, "softplus") == 0) return parse_bool(key, value, &v->softplus);
   if (strcmp(key, "deterministic") == 0) return parse_bool(key, value, &v->deterministic);
   if (strcmp(key, "pairs") == 0) return parse_bool(key, value, &v->pairs);
+  if (strcmp(key, "words") == 0) return parse_bool(key, value, &v->words);
   if (strcmp(key, "B") == 0) return parse_layout(key, value, &v->B_var);
   if (strcmp(key, "C") == 0) return parse_layout(key, value, &v->C_var);
   return sf_fail(SF_EINVAL, "variant: unknown key '%s' (allowed: " KEYS_ALLOWED ")", key);
@@ -198,15 +199,18 @@ sf_status sf_variant_validate(const sf_variant *v) {
     return sf_fail(SF_EINVAL, "variant key 'deterministic': value 1 applies to op=bwd only (the forward is always deterministic)");
   if (v->pairs && (v->op != SF_OP_BWD || !v->split_states))
     return sf_fail(SF_EINVAL, "variant key 'pairs': value 1 applies to op=bwd with split=state only");
+  if (v->words && !v->split_states)
+    return sf_fail(SF_EINVAL, "variant key 'words': value 1 applies to split=state only (the time split stages no rows)");
   return SF_OK;
 }
 
 int sf_variant_format(const sf_variant *v, char *buf, size_t cap) {
+  /* words=1 only when set: the specs of aligned calls (all but a few) read as before it */
   return snprintf(buf, cap,
                   "op=%s,split=%s,dstate=%d,dtype=%s,threads=%d,items=%d,channels=%d,states=%d,minblocks=%d,z=%d,D=%d,"
-                  "delta_bias=%d,softplus=%d,B=%s,C=%s,deterministic=%d,pairs=%d",
+                  "delta_bias=%d,softplus=%d,B=%s,C=%s,deterministic=%d,pairs=%d%s",
                   v->op == SF_OP_FWD ? "fwd" : "bwd", v->split_states ? "state" : "time", v->dstate, sf_dtype_name(v->dtype),
                   v->threads, v->items, v->channels, v->states, v->min_blocks, v->has_z, v->has_D, v->has_delta_bias,
                   v->softplus, v->B_var ? "var" : "fixed", v->C_var ? "var" : "fixed",
-                  v->deterministic, v->pairs);
+                  v->deterministic, v->pairs, v->words ? ",words=1" : "");
 }

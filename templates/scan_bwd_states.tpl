@@ -173,8 +173,8 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
  * CARRY = true (sf_scan_bwd_carry) only measures what each segment hands on to the next
  * (its decays and, with CARRY_STATE, its state from 0: needed when segments are shorter
  * than a state interval) and back to the one before it (its adjoint from 0), so that the
- * main pass can walk all segments at once. WORDS (the `_words` entry points): rows that
- * do not all start on a 16-byte boundary are staged in 4-byte pieces where they can be
+ * main pass can walk all segments at once. WORDS (the variant's words=1): rows that do
+ * not all start on a 16-byte boundary are staged in 4-byte pieces where they can be
  * (stage_copy.tpl, docs/design-row-alignment.md). */
 template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES, bool WORDS> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
@@ -733,28 +733,20 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
   }
 }
 
+@ local WORDS = variant.words and "true" or "false" -- rows off 16-byte alignment (docs/design-row-alignment.md)
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_bwd_params p) {
-  scan_bwd_body<false, false, false, false>(p);
+  scan_bwd_body<false, false, false, $(WORDS)>(p);
 }
 
 /* The same when the forward saved every block's starting state (docs/design-block-states.md). */
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_block_states(const sf_bwd_params p) {
-  scan_bwd_body<false, false, true, false>(p);
-}
-
-/* The two above for rows off 16-byte alignment (docs/design-row-alignment.md). */
-extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)_words(const sf_bwd_params p) {
-  scan_bwd_body<false, false, false, true>(p);
-}
-
-extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_block_states_words(const sf_bwd_params p) {
-  scan_bwd_body<false, false, true, true>(p);
+  scan_bwd_body<false, false, true, $(WORDS)>(p);
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_bwd_carry(const sf_bwd_params p) {
   /* a segment's state from 0 is needed only when segments are shorter than an interval */
-  if (p.f.segment < p.f.state_interval) scan_bwd_body<true, true, false, false>(p);
-  else scan_bwd_body<true, false, false, false>(p);
+  if (p.f.segment < p.f.state_interval) scan_bwd_body<true, true, false, $(WORDS)>(p);
+  else scan_bwd_body<true, false, false, $(WORDS)>(p);
 }
 
 /* Between the carry pass and the main pass: each segment's R becomes the adjoint past its

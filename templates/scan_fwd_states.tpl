@@ -102,7 +102,7 @@ struct stage_t {
  * only measures, per segment, the product of its decays and its state at its end from a
  * state of 0 at its start. INNER_SAVES (sf_scan_fwd_inner_saves): states are saved more
  * often than once a block (docs/design-block-states.md), so inside it too. WORDS (the
- * `_words` entry points): rows that do not all start on a 16-byte boundary are staged in
+ * variant's words=1): rows that do not all start on a 16-byte boundary are staged in
  * 4-byte pieces where they can be (stage_copy.tpl, docs/design-row-alignment.md). */
 template <bool CARRY, bool INNER_SAVES, bool WORDS> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
   __shared__ __align__(16) stage_t stages[2];
@@ -345,26 +345,18 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
   }
 }
 
+@ local WORDS = variant.words and "true" or "false" -- rows off 16-byte alignment (docs/design-row-alignment.md)
 extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(const sf_fwd_params p) {
-  scan_fwd_body<false, false, false>(p);
+  scan_fwd_body<false, false, $(WORDS)>(p);
 }
 
 /* The same when states are saved more often than once a block (docs/design-block-states.md). */
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_inner_saves(const sf_fwd_params p) {
-  scan_fwd_body<false, true, false>(p);
-}
-
-/* The two above for rows off 16-byte alignment (docs/design-row-alignment.md). */
-extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)_words(const sf_fwd_params p) {
-  scan_fwd_body<false, false, true>(p);
-}
-
-extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_inner_saves_words(const sf_fwd_params p) {
-  scan_fwd_body<false, true, true>(p);
+  scan_fwd_body<false, true, $(WORDS)>(p);
 }
 
 extern "C" __global__ void __launch_bounds__($(bounds)) sf_scan_fwd_carry(const sf_fwd_params p) {
-  scan_fwd_body<true, false, false>(p);
+  scan_fwd_body<true, false, $(WORDS)>(p);
 }
 
 /* Between the carry pass and the scan: each segment's F becomes the state before it, from

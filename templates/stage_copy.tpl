@@ -16,8 +16,8 @@
  * docs/design-row-alignment.md). Otherwise, and for a partial copy, plain loads:
  * cp.async with a shorter source becomes one full copy with zero fill, which
  * compute-sanitizer's memcheck counts as a read past the end of the tensor. WORDS is a
- * kernel of its own (the `_words` entry points) so that the kernels for aligned rows stay
- * as they were: the pieces' code shifts the register allocation of the others. */
+ * module of its own (the variant's words=1, set for such calls) so that the kernels for
+ * aligned rows stay as they were: the pieces' code shifts their register allocation. */
 template <bool WORDS> __device__ __forceinline__ void copy_chunk(elem_t *dst, const elem_t *src, int valid, bool aligned) {
 #if __CUDA_ARCH__ >= 800
   if (aligned && valid >= $(EPC)) {

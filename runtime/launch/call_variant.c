@@ -22,7 +22,7 @@ static sf_status check_spec_keeps_call(const sf_variant *call, const sf_variant 
     if (keys[i].call != keys[i].spec)
       return sf_fail(SF_EINVAL,
                      "launch spec '%s': key '%s' does not match the call's arguments (the spec "
-                     "may set split, threads, items, channels, states, minblocks and pairs only)",
+                     "may set split, threads, items, channels, states, minblocks and pairs only; words follows the tensors)",
                      spec, keys[i].key);
   return SF_OK;
 }

@@ -166,7 +166,8 @@ static void variant_key(const sf_variant *v, sf_target target, uint8_t key[SF_KE
                     (uint64_t)v->softplus << 44 | (uint64_t)v->B_var << 45 |
                     (uint64_t)v->C_var << 46 | (uint64_t)v->deterministic << 47 |
                     (uint64_t)v->states << 48 | (uint64_t)v->split_states << 53 |
-                    (uint64_t)v->min_blocks << 54 | (uint64_t)v->pairs << 60;
+                    (uint64_t)v->min_blocks << 54 | (uint64_t)v->pairs << 60 |
+                    (uint64_t)v->words << 61;
   uint32_t arch = (uint32_t)target.arch | (target.use_ptx ? 1u << 16 : 0u);
   memcpy(key, &packed, 8);
   memcpy(key + 8, &arch, 4);

@@ -4,22 +4,27 @@
 #include "base/error.h"
 #include "generator/generator.h"
 #include "runtime/args/scan_args.h"
+#include "runtime/args/staged_rows.h"
 #include "runtime/cuda/module.h"
 
-const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f, bool words) {
+const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f) {
   const int64_t interval = f->state_interval; /* 0, the default interval: the main kernels as ever */
-  const char *entry = sf_kernel_name(v->op);
-  if (interval > 0 && v->split_states && v->op == SF_OP_BWD && interval <= v->items) entry = sf_block_states_entry(v->op);
+  if (interval > 0 && v->split_states && v->op == SF_OP_BWD && interval <= v->items) return sf_block_states_entry(v->op);
   if (interval > 0 && v->split_states && v->op == SF_OP_FWD && f->saved_states && interval < v->items)
-    entry = sf_block_states_entry(v->op);
-  return words && v->split_states ? sf_words_entry(entry) : entry; /* the time split stages no rows */
+    return sf_block_states_entry(v->op);
+  return sf_kernel_name(v->op);
 }
 
-sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const sf_scan_fwd_args *f, bool words,
-                              double max_fill, sf_main_launch *out) {
-  *out = (sf_main_launch){.words = words};
+void sf_main_variant_fit_rows(sf_variant *v, const sf_scan_fwd_args *f, const void *dout, int64_t dout_batch_stride,
+                              int64_t dout_dim_stride) {
+  v->words = v->split_states && !sf_staged_rows_aligned(f, dout, dout_batch_stride, dout_dim_stride);
+}
+
+sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const sf_scan_fwd_args *f, double max_fill,
+                              sf_main_launch *out) {
+  *out = (sf_main_launch){0};
   const int64_t batch = f->batch, dim = f->dim, seqlen = f->seqlen;
-  sf_status st = sf_kernel_for_variant_entry(ctx, v, sf_main_entry(v, f, words), &out->kernel, NULL);
+  sf_status st = sf_kernel_for_variant_entry(ctx, v, sf_main_entry(v, f), &out->kernel, NULL);
   if (st != SF_OK) return st;
   out->block = (unsigned)sf_variant_block_threads(v);
   st = sf_kernel_check_launch(out->kernel, out->block, 0); /* the block the kernel allows */
@@ -40,8 +45,8 @@ int64_t sf_main_launch_waves(const sf_main_launch *plan, int64_t batch, int sm_c
 }
 
 bool sf_main_launch_plan_twin(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
-                              bool words, sf_main_launch *out) {
-  if (sf_main_launch_plan(ctx, twin, f, words, max_fill, out) == SF_OK)
+                              sf_main_launch *out) {
+  if (sf_main_launch_plan(ctx, twin, f, max_fill, out) == SF_OK)
     return true;
   sf_clear_error();
   return false;
@@ -55,7 +60,7 @@ sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, d
   const int64_t waves = sf_main_launch_waves(plan, f->batch, sm_count);
   if (waves <= 1 || waves == INT64_MAX) return SF_OK;
   sf_main_launch twin_plan;
-  if (!sf_main_launch_plan_twin(ctx, f, max_fill, twin, plan->words, &twin_plan)) return SF_OK;
+  if (!sf_main_launch_plan_twin(ctx, f, max_fill, twin, &twin_plan)) return SF_OK;
   const int64_t twin_waves = sf_main_launch_waves(&twin_plan, f->batch, sm_count);
   if (twin_plan.segments.count == 0 && twin_waves != INT64_MAX && (double)twin_waves * block_cost < (double)waves)
     *v = *twin, *plan = twin_plan;

@@ -15,23 +15,27 @@ typedef struct sf_main_launch {
   unsigned block;   /* threads a block */
   unsigned grid_x;  /* blocks over the channels (grid y: batch rows, grid z: segments) */
   sf_segments segments;
-  bool words;       /* the entry point for rows off 16-byte alignment (sf_words_entry) */
 } sf_main_launch;
 
 /* The entry point of v's module that a call with these forward arguments runs: the
  * split=state templates have one for states saved more often than once a block
  * (sf_scan_fwd_inner_saves) and one for a backward that finds every block's starting
- * state saved (sf_scan_bwd_block_states; docs/design-block-states.md); with `words`
- * (the call's staged rows are not all 16-byte aligned: sf_staged_rows_aligned), their
- * twins that copy such rows in 4-byte pieces (docs/design-row-alignment.md). */
-const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f, bool words);
+ * state saved (sf_scan_bwd_block_states; docs/design-block-states.md). */
+const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f);
+
+/* Sets v->words for the call f (and, for a backward, its dout): a split=state variant
+ * whose staged rows are not all 16-byte aligned (sf_staged_rows_aligned) runs the module
+ * that copies them in 4-byte pieces (docs/design-row-alignment.md). Before the plan, so
+ * that every twin the plan tries inherits it. */
+void sf_main_variant_fit_rows(sf_variant *v, const sf_scan_fwd_args *f, const void *dout, int64_t dout_batch_stride,
+                              int64_t dout_dim_stride);
 
 /* Loads the entry point of variant v's module that the call f runs (sf_main_entry), checks
  * its block size against what the kernel allows, and plans its grid for f's batch x dim
  * channels of seqlen steps; segments when the blocks fill less than max_fill of the GPU
  * (sf_plan_segments). */
-sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const sf_scan_fwd_args *f, bool words,
-                              double max_fill, sf_main_launch *out);
+sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const sf_scan_fwd_args *f, double max_fill,
+                              sf_main_launch *out);
 
 /* Blocks the plan launches over batch rows: channel blocks x rows x segments. */
 int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch);
@@ -42,11 +46,10 @@ int64_t sf_main_launch_blocks(const sf_main_launch *plan, int64_t batch);
 int64_t sf_main_launch_waves(const sf_main_launch *plan, int64_t batch, int sm_count);
 
 /* Plans `twin`, an option the launch plan may take in place of the call's variant (a call
- * with forward arguments f, `words` as its plan's): true with *out set, or false, its
- * error cleared, when it cannot be planned (refused, compiled, loaded), which leaves the
- * call as planned. */
+ * with forward arguments f): true with *out set, or false, its error cleared, when it
+ * cannot be planned (refused, compiled, loaded), which leaves the call as planned. */
 bool sf_main_launch_plan_twin(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
-                              bool words, sf_main_launch *out);
+                              sf_main_launch *out);
 
 /* The launch plans' wave rules (docs/design-waves.md): when `plan` (of variant *v, a call
  * with forward arguments f) needs more than one wave, plans `twin` instead and takes it,

@@ -12,7 +12,6 @@
 #include "runtime/launch/launch_params.h"
 #include "runtime/launch/kernels.h"
 #include "runtime/args/scan_args.h"
-#include "runtime/args/staged_rows.h"
 #include "runtime/launch/segments.h"
 #include "runtime/launch/call_variant.h"
 #include "runtime/launch/main_launch.h"
@@ -48,7 +47,8 @@ static sf_status plan_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf_l
   if (v->split_states && (v->B_var || v->C_var) && (r->dim / r->groups) % v->channels != 0)
     return sf_fail(SF_EINVAL, "forward variant with split=state: channels (%d) must divide the channels of a group (dim / groups = %lld): a block shares one group's B and C",
                    v->channels, (long long)(r->dim / r->groups));
-  st = sf_main_launch_plan(ctx, v, r, !sf_staged_rows_aligned(r, NULL, 0, 0), SF_FWD_PARALLEL_MAX_FILL, plan);
+  sf_main_variant_fit_rows(v, r, NULL, 0, 0);
+  st = sf_main_launch_plan(ctx, v, r, SF_FWD_PARALLEL_MAX_FILL, plan);
   if (st == SF_OK) st = fit_items(ctx, r, launch, v, plan);
   return st;
 }

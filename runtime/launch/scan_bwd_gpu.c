@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "runtime/args/staged_rows.h"
 #include "runtime/launch/call_variant.h"
 #include "runtime/launch/main_launch.h"
 #include "runtime/cuda/cuda_driver.h"
@@ -177,7 +176,7 @@ static sf_status fit_spread(sf_context *ctx, const sf_scan_bwd_args *r, const sf
   sf_variant twin;
   if (per_sm * (int)(plan->block / 32) > SF_BWD_SPREAD_MAX_WARPS || !sf_bwd_spread_twin(v, per_sm, &twin)) return SF_OK;
   sf_main_launch twin_plan;
-  if (!sf_main_launch_plan_twin(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &twin, plan->words, &twin_plan)) return SF_OK;
+  if (!sf_main_launch_plan_twin(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &twin, &twin_plan)) return SF_OK;
   if (twin_plan.segments.count == 0 && sf_main_launch_waves(&twin_plan, r->fwd.batch, sm_count) == 1 &&
       twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + SF_BWD_SPREAD_MAX_SPILL)
     *v = twin, *plan = twin_plan;
@@ -195,9 +194,10 @@ static sf_status plan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     return sf_fail(SF_EINVAL, "deterministic backward: batch (%lld) must be at most %d",
                    (long long)f->batch, SF_MAX_BATCH_PER_LAUNCH);
   sf_status st = variant_for(r, r->fwd.state_interval != 0, launch, v);
-  if (st == SF_OK)
-    st = sf_main_launch_plan(ctx, v, f, !sf_staged_rows_aligned(f, r->dout, r->dout_batch_stride, r->dout_dim_stride),
-                             SF_BWD_PARALLEL_MAX_FILL, plan);
+  if (st == SF_OK) {
+    sf_main_variant_fit_rows(v, f, r->dout, r->dout_batch_stride, r->dout_dim_stride);
+    st = sf_main_launch_plan(ctx, v, f, SF_BWD_PARALLEL_MAX_FILL, plan);
+  }
   if (st == SF_OK) st = fit_lanes(ctx, r, launch, v, plan);
   if (st == SF_OK) st = fit_pairs(ctx, r, launch, v, plan);
   if (st == SF_OK) st = fit_spread(ctx, r, launch, v, plan);

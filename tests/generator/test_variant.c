@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "generator/generator.h"
 #include "scanforge/scanforge.h"
 
 static void expect_invalid(const char *spec, const char *must_mention) {
@@ -65,9 +66,31 @@ Test(variant, every_validation_error_names_key_value_and_allowed) {
   expect_invalid("pairs=1", "op=bwd with split=state");
   expect_invalid("op=bwd,split=time,pairs=1", "'pairs'");
   expect_invalid("op=bwd,split=state,pairs=2", "0 or 1");
+  expect_invalid("split=time,words=1", "split=state only");
   expect_invalid("colour=blue", "unknown key 'colour'");
   expect_invalid("dstate=8,dstate=16", "twice");
   expect_invalid("dstate", "key=value");
+}
+
+/* words=1 (rows off 16-byte alignment, docs/design-row-alignment.md) is a module of its own:
+ * a key of the canonical spec when set, and absent from it when not, so that the specs of
+ * aligned calls read as they did before the key. */
+Test(variant, words_is_in_the_canonical_spec_only_when_set) {
+  sf_variant v;
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,threads=4,items=8,channels=16,words=1", &v), SF_OK, "%s",
+               sf_last_error());
+  cr_expect(v.words);
+  char canonical[512];
+  sf_variant_format(&v, canonical, sizeof canonical);
+  const size_t length = strlen(canonical);
+  cr_expect(length > 8 && strcmp(canonical + length - 8, ",words=1") == 0, "got %s", canonical);
+  sf_variant again;
+  cr_assert_eq(sf_variant_parse(canonical, &again), SF_OK);
+  cr_expect(again.words && sf_variant_same(&v, &again));
+  v.words = false;
+  sf_variant_format(&v, canonical, sizeof canonical);
+  cr_expect_null(strstr(canonical, "words"), "got %s", canonical);
+  cr_expect_not(sf_variant_same(&v, &again), "words=0 and words=1 are different modules");
 }
 
 Test(variant, failed_parse_leaves_output_untouched) {

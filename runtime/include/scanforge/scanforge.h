@@ -103,6 +103,9 @@ typedef struct sf_variant {
   bool pairs;        /* split=state backward with variable B and C: neighbouring channels
                         add their dB and dC terms with a shuffle before the block's sums,
                         which then need half the shared memory (more blocks an SM) */
+  bool words;        /* split=state: the staged rows of the call do not all start on a
+                        16-byte boundary, so the kernels copy them in 4-byte pieces; the
+                        runtime sets it from the call's tensors (docs/design-row-alignment.md) */
 } sf_variant;
 
 /* The default variant (every key at its default). */
