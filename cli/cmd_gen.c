@@ -19,7 +19,7 @@ static void usage(FILE *out) {
           "keys (docs/variants.md says what each means and which values go together):\n"
           "  op (fwd|bwd), split (time|state), dstate (1..256), dtype (fp32|fp16|bf16),\n"
           "  threads (power of two), items, channels, states, minblocks, z, D, delta_bias,\n"
-          "  softplus, deterministic, pairs (0|1), B, C (var|fixed)\n"
+          "  softplus, deterministic, pairs, words (0|1), B, C (var|fixed)\n"
           "example: scanforge gen op=fwd,split=state,dstate=16,dtype=bf16,threads=4,items=16,channels=16\n\n"
           "SCANFORGE_TEMPLATE_DIR=dir reads the templates from dir (files it lacks come\n"
           "from the built-in set); a dir that does not exist is an error.\n"

@@ -269,7 +269,8 @@ typedef enum sf_kernel_origin {
 sf_status sf_scan_fwd(sf_context *ctx, const sf_scan_fwd_args *args, const sf_launch *launch);
 
 /* The variant a device call with these arguments would run (after launch->spec), as a
- * canonical spec. */
+ * canonical spec, before the launch plan: the twins it may take and `words` (rows off
+ * 16-byte alignment) are in sf_scan_fwd_shape's variant, which is what runs. */
 sf_status sf_scan_fwd_variant(const sf_scan_fwd_args *args, const sf_launch *launch, sf_variant *out);
 
 /* How a device call spreads over the GPU, for benchmarks and kernel experiments: its main
