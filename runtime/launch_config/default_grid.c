@@ -1,6 +1,7 @@
 /* default_grid.c: the variants compiled ahead of time: the heuristics' choices, the shipped
- * tuning winners, and the twins the launch plans may take instead (the backward's lanes
- * twin and pairs=1, the forward's half items). */
+ * tuning winners (each with its words=1 module where its shape's rows are off 16-byte
+ * alignment), and the twins the launch plans may take instead (the backward's lanes twin
+ * and pairs=1, the forward's half items). */
 #include "runtime/launch_config/default_grid.h"
 
 #include <inttypes.h>
@@ -36,6 +37,17 @@ static void add_unique(grid *g, const sf_variant *v) {
   g->variants[g->count++] = *v;
 }
 
+/* Adds v for a call of contiguous tensors of `seqlen` steps: with words=1 too when its rows
+ * are not whole 16-byte copies (what sf_staged_rows_aligned finds for such tensors; the
+ * launch then runs that module, docs/design-row-alignment.md). */
+static void add_for_length(grid *g, const sf_variant *v, int64_t seqlen) {
+  add_unique(g, v);
+  if (!v->split_states || seqlen * sf_dtype_size(v->dtype) % 16 == 0) return;
+  sf_variant words = *v;
+  words.words = true;
+  add_unique(g, &words);
+}
+
 static void add_heuristic_choices(grid *g) {
   static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
   static const int dstates[] = {8, 16};
@@ -58,7 +70,7 @@ static void add_heuristic_choices(grid *g) {
               sf_heuristic_configure(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
             else
               sf_heuristic_configure_bwd(&v, shapes[k][0], shapes[k][1], 1, shapes[k][2]);
-            add_unique(g, &v);
+            add_for_length(g, &v, shapes[k][2]);
           }
 }
 
@@ -75,7 +87,8 @@ static void add_shipped_winners(grid *g) {
   if (st != SF_OK) return;
   for (int s = 0; s < db.count; s++) {
     if (strcmp(db.sections[s].gpu.templates, templates) != 0) continue;
-    for (int e = 0; e < db.sections[s].count; e++) add_unique(g, &db.sections[s].entries[e].variant);
+    for (int e = 0; e < db.sections[s].count; e++)
+      add_for_length(g, &db.sections[s].entries[e].variant, db.sections[s].entries[e].shape.seqlen);
   }
   sf_tune_db_free(&db);
 }

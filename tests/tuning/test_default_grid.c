@@ -138,3 +138,20 @@ Test(default_grid, every_split_state_forward_has_its_half_items_twin) {
   }
   cr_expect_gt(checked, 0);
 }
+
+/* A MambaVision call whose rows are off 16-byte alignment (L = 196 in bf16) runs the words=1
+ * module (docs/design-row-alignment.md): a cache warmed with the grid serves it too. */
+Test(default_grid, rows_off_alignment_find_their_words_module) {
+  int count = make_grid();
+  sf_variant v = sf_variant_default();
+  v.dtype = SF_BF16, v.dstate = 8, v.has_D = v.has_delta_bias = v.softplus = true;
+  sf_heuristic_configure(&v, 64, 160, 1, 196);
+  cr_assert(v.split_states, "the heuristics stage this call's rows");
+  v.words = true;
+  char spec[512];
+  sf_variant_format(&v, spec, sizeof spec);
+  cr_expect(in_grid(&v, count), "%s is missing", spec);
+  int words = 0;
+  for (int i = 0; i < count; i++) words += grid[i].words;
+  cr_expect_lt(words, count / 2, "words=1 only for the shapes that need it: %d of %d", words, count);
+}
