@@ -89,14 +89,8 @@ __device__ __forceinline__ void combine_carries(const float *__restrict__ P, flo
   }
 #pragma unroll
   for (int j = 0; j < KEPT; j++) v_run = p_kept[j] * v_run + v_kept[j], p_run *= p_kept[j];
-  /* A run past the kept maps: never under sf_combine_runs' rule (runs x SF_COMBINE_RUN_MAPS
-   * >= maps in this shape); walked from memory so that a wider rule stays correct. */
-#pragma unroll 4
-  for (int k = k_begin + KEPT; k < k_end; k++) {
-    const float p = P[at(k)];
-    v_run = p * v_run + V[at(k)];
-    p_run *= p;
-  }
+  /* No run is longer than the kept maps: sf_combine_runs gives this shape only when
+   * runs x SF_COMBINE_RUN_MAPS >= maps (tests/runtime/test_segments.c checks the rule). */
   /* Inclusive scan of the runs over the pair's lanes, then the x that reaches my run. */
   for (int offset = 1; offset < runs; offset *= 2) {
     const float prev_p = __shfl_up_sync(0xffffffffu, p_run, offset, runs);
@@ -111,12 +105,6 @@ __device__ __forceinline__ void combine_carries(const float *__restrict__ P, flo
 #pragma unroll
   for (int j = 0; j < KEPT; j++)
     if (k_begin + j < k_end) V[at(k_begin + j)] = x, x = p_kept[j] * x + v_kept[j];
-#pragma unroll 4
-  for (int k = k_begin + KEPT; k < k_end; k++) {
-    const float p = P[at(k)], v = V[at(k)];
-    V[at(k)] = x;
-    x = p * x + v;
-  }
   if (maps < nseg && k_end == maps && k_begin < k_end) V[at(maps)] = x; /* maps >= 1: segments come two or more */
 }
 

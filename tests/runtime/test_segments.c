@@ -106,4 +106,11 @@ Test(segments, combine_shape_follows_the_maps_and_the_fill) {
       cr_expect(runs == SF_COMBINE_SHARED_RUNS || lanes, "%lld states, %d maps: %d runs", states[i], maps[m], runs);
       cr_expect_eq(SF_COMBINE_THREADS % runs, 0, "%lld states: runs divide a block", states[i]);
     }
+  /* The lane shapes (2 to SF_COMBINE_LANE_RUNS runs) keep every map of a run in registers:
+   * carry_combine.tpl has no loop for a run longer than SF_COMBINE_RUN_MAPS. */
+  for (int m = 1; m <= 4096; m++) {
+    const int runs = sf_combine_runs(4096, m);
+    if (runs > 1 && runs <= SF_COMBINE_LANE_RUNS)
+      cr_expect_geq(runs * SF_COMBINE_RUN_MAPS, m, "%d maps in %d lanes: a run longer than the kept maps", m, runs);
+  }
 }
