@@ -117,6 +117,14 @@ bool sf_tune_table_lookup(const sf_tune_table *t, sf_variant *v, bool block_stat
                           int groups, int64_t seqlen) {
   if (!t) return false;
   const class_rows *c = find_class(t, class_key(v, block_states));
+  if (!c && v->deterministic) {
+    /* A deterministic backward runs the same kernel but for where its sums go (partial
+     * slots instead of atomics): without entries of its own it takes the default mode's
+     * (docs/tuning.md, "Deterministic calls"). */
+    sf_variant plain = *v;
+    plain.deterministic = false;
+    c = find_class(t, class_key(&plain, block_states));
+  }
   if (!c) return false;
   const int lb = sf_tune_bucket(seqlen), rb = sf_tune_bucket(batch * dim);
   const row *best = NULL;

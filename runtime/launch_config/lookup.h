@@ -32,7 +32,8 @@ int sf_tune_table_size(const sf_tune_table *table);
  * forward saved states at a short interval), and returns true; returns false (v
  * unchanged) when no entry is near enough or none fits the call (a backward configuration must cover the call's state
  * interval exactly; a backward's or a split=state forward's channels must divide
- * dim / groups when B or C is variable).
+ * dim / groups when B or C is variable). A deterministic backward with no entries of its
+ * own class takes the default mode's entries.
  * No allocation, no lock. */
 bool sf_tune_table_lookup(const sf_tune_table *table, sf_variant *v, bool block_states, int64_t batch,
                           int64_t dim, int groups, int64_t seqlen);

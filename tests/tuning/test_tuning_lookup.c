@@ -279,3 +279,38 @@ Test(tuning_lookup, block_states_entries_are_a_class_of_their_own) {
   sf_tune_table_free(t);
   free(user.entries);
 }
+
+Test(tuning_lookup, deterministic_calls_take_the_default_entries_unless_they_have_their_own) {
+  sf_tune_section user = {0};
+  sf_variant cls = fwd_class();
+  cls.op = SF_OP_BWD;
+  sf_tune_entry plain = entry(cls, 8, 1536, 2048, 4, 8, 16);
+  plain.variant.split_states = true;
+  add(&user, plain);
+  sf_tune_table *t;
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  sf_variant v = cls;
+  v.deterministic = true;
+  cr_assert(sf_tune_table_lookup(t, &v, false, 8, 1536, 1, 2048), "no deterministic entry: the default mode's");
+  cr_expect(v.threads == 4 && v.items == 8 && v.channels == 16);
+  cr_expect(v.deterministic, "the lookup sets knobs, never the function");
+  v = cls;
+  v.deterministic = true;
+  cr_expect_not(sf_tune_table_lookup(t, &v, true, 8, 1536, 1, 2048), "nor a block-states one of either mode");
+  sf_tune_table_free(t);
+
+  sf_tune_entry own = entry(cls, 8, 1536, 2048, 2, 16, 32);
+  own.variant.split_states = true;
+  own.variant.deterministic = true;
+  add(&user, own);
+  cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
+  v = cls;
+  v.deterministic = true;
+  cr_assert(sf_tune_table_lookup(t, &v, false, 8, 1536, 1, 2048));
+  cr_expect(v.threads == 2 && v.items == 16 && v.channels == 32, "its own entry first");
+  v = cls;
+  cr_assert(sf_tune_table_lookup(t, &v, false, 8, 1536, 1, 2048));
+  cr_expect(v.threads == 4 && v.channels == 16, "the default call keeps the default entry");
+  sf_tune_table_free(t);
+  free(user.entries);
+}
