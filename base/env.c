@@ -54,6 +54,7 @@ static const variable variables[SF_ENV_COUNT] = {
     [SF_ENV_CACHE_TRUST_GROUP] = {"SCANFORGE_CACHE_TRUST_GROUP", KIND_BOOL,
                                   "off (group-writable directories stay untrusted)"},
     [SF_ENV_SEGMENTS] = {"SCANFORGE_SEGMENTS", KIND_BOOL, "on"},
+    [SF_ENV_WORKSPACE_KEEP_BYTES] = {"SCANFORGE_WORKSPACE_KEEP_BYTES", KIND_BYTES, "1 GiB"},
 };
 
 const char *sf_env_name(sf_env_var var) {

@@ -22,6 +22,7 @@ typedef enum sf_env_var {
   SF_ENV_CACHE_PATH,      /* colon-separated directories: read-only cache layers */
   SF_ENV_CACHE_TRUST_GROUP, /* boolean: trust group-writable cache directories */
   SF_ENV_SEGMENTS,        /* boolean: scan segments of the sequence in parallel when it pays */
+  SF_ENV_WORKSPACE_KEEP_BYTES, /* byte count > 0: device workspace memory kept between calls */
   SF_ENV_COUNT
 } sf_env_var;
 

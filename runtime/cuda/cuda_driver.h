@@ -57,6 +57,9 @@ typedef struct sf_cu {
   CUresult (*MemFreeAsync)(CUdeviceptr ptr, CUstream stream);
   CUresult (*DeviceGetDefaultMemPool)(CUmemoryPool *pool, CUdevice device);
   CUresult (*MemPoolSetAttribute)(CUmemoryPool pool, CUmemPool_attribute attribute, void *value);
+  CUresult (*MemPoolCreate)(CUmemoryPool *pool, const CUmemPoolProps *props);
+  CUresult (*MemPoolDestroy)(CUmemoryPool pool);
+  CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *ptr, size_t bytes, CUmemoryPool pool, CUstream stream);
   CUresult (*PointerGetAttribute)(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 
   CUresult (*StreamCreate)(CUstream *stream, unsigned int flags);

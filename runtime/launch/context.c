@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "runtime/cuda/module.h"
+#include "runtime/launch/workspace.h"
 
 sf_status sf_context_create(const sf_context_options *options, sf_context **out) {
   if (!out) return sf_fail(SF_EINVAL, "sf_context_create: out must not be NULL");
@@ -49,6 +50,10 @@ sf_status sf_context_create_sharing_cache(sf_context *parent, sf_context **out) 
 
 void sf_context_destroy(sf_context *ctx) {
   if (!ctx) return;
+  const sf_cu *cu;
+  for (int d = 0; d < SF_MAX_DEVICES; d++)
+    if (ctx->devices[d].workspace_pool && sf_cu_load(&cu) == SF_OK)
+      sf_workspace_pool_destroy(cu, ctx->devices[d].workspace_pool);
   sf_module_table_destroy(ctx->kernels);
   if (ctx->owns_cache) sf_cache_close(ctx->cache);
   pthread_mutex_destroy(&ctx->device_lock);

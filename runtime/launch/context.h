@@ -17,6 +17,7 @@ typedef struct sf_device_slot {
   atomic_int ready; /* 1 once target is set (release) */
   sf_target target;
   int sm_count;
+  CUmemoryPool workspace_pool; /* the calls' workspaces (workspace.h); NULL: the default pool */
 } sf_device_slot;
 
 struct sf_context {

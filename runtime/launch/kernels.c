@@ -11,6 +11,7 @@
 #include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
 #include "runtime/cuda/module.h"
+#include "runtime/launch/workspace.h"
 
 /* ---- the binary of a variant ------------------------------------------------------ */
 
@@ -121,6 +122,8 @@ static sf_status device_slot(sf_context *ctx, CUdevice device, const sf_device_s
     sf_status st = SF_OK;
     if (!atomic_load_explicit(&slot->ready, memory_order_relaxed)) {
       st = compute_target(device, slot);
+      const sf_cu *cu;
+      if (st == SF_OK && sf_cu_load(&cu) == SF_OK) sf_workspace_pool_create(cu, device, &slot->workspace_pool);
       if (st == SF_OK) atomic_store_explicit(&slot->ready, 1, memory_order_release);
     }
     pthread_mutex_unlock(&ctx->device_lock);
@@ -143,6 +146,13 @@ sf_status sf_context_target(sf_context *ctx, sf_target *target) {
   const sf_device_slot *slot;
   sf_status st = current_slot(ctx, &slot);
   if (st == SF_OK) *target = slot->target;
+  return st;
+}
+
+sf_status sf_context_workspace_pool(sf_context *ctx, CUmemoryPool *pool) {
+  const sf_device_slot *slot;
+  sf_status st = current_slot(ctx, &slot);
+  if (st == SF_OK) *pool = slot->workspace_pool;
   return st;
 }
 

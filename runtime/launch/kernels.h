@@ -20,6 +20,9 @@ sf_status sf_variant_binary(sf_cache *cache, sf_target target, const sf_variant 
 sf_status sf_context_target(sf_context *ctx, sf_target *target);
 /* The number of SMs of the calling thread's current device (read once per device). */
 sf_status sf_context_sm_count(sf_context *ctx, int *sm_count);
+/* The calls' workspace pool of the calling thread's current device (made once per device;
+ * NULL: the device's default pool serves them). */
+sf_status sf_context_workspace_pool(sf_context *ctx, CUmemoryPool *pool);
 
 /* The loaded kernel of a variant in the calling thread's current CUDA context (made the
  * primary context of device 0 when none is current). A kernel loaded before is found

@@ -12,6 +12,7 @@
 #include "runtime/launch/launch_params.h"
 #include "runtime/launch/kernels.h"
 #include "runtime/launch/segments.h"
+#include "runtime/launch/workspace.h"
 #include "runtime/launch_config/heuristics.h"
 
 
@@ -75,8 +76,8 @@ typedef struct deterministic_plan {
   int64_t slices[5], sizes[5];
 } deterministic_plan;
 
-static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v, int64_t segments,
-                               CUstream stream, deterministic_plan *plan) {
+static sf_status plan_partials(sf_context *ctx, const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v,
+                               int64_t segments, CUstream stream, deterministic_plan *plan) {
   const sf_scan_fwd_args *f = &r->fwd;
   const int64_t N = f->dstate, L = f->seqlen, batch = f->batch;
   const int64_t blocks_per_group = f->dim / f->groups / v->channels;
@@ -90,8 +91,8 @@ static sf_status plan_partials(const sf_cu *cu, const sf_scan_bwd_args *r, const
     if (outputs[k]) total += plan->slices[k] * plan->sizes[k];
   }
   plan->outputs = (sums){r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
-  sf_status st = sf_cu_check(cu->MemAllocAsync(&plan->workspace, (size_t)(total ? total : 1) * sizeof(float), stream),
-                             "cuMemAllocAsync(deterministic workspace)");
+  sf_status st = sf_workspace_alloc(ctx, cu, (size_t)(total ? total : 1) * sizeof(float), stream,
+                                   "deterministic workspace", &plan->workspace);
   if (st != SF_OK) return st;
   float *next = (float *)(uintptr_t)plan->workspace;
   float **partials[5] = {&plan->partials.dA, &plan->partials.dB, &plan->partials.dC,
@@ -231,7 +232,7 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
   deterministic_plan plan = {0};
   if (r->deterministic) {
-    st = plan_partials(cu, r, &v, segments.count > 0 ? segments.count : 1, stream, &plan);
+    st = plan_partials(ctx, cu, r, &v, segments.count > 0 ? segments.count : 1, stream, &plan);
     if (st != SF_OK) return st;
     s = plan.partials;
   } else {

@@ -9,6 +9,7 @@
 #include "generator/generator.h"
 #include "runtime/launch/kernel_params.h"
 #include "runtime/launch/kernels.h"
+#include "runtime/launch/workspace.h"
 #include "runtime/args/scan_args.h"
 
 static int min_segment(const sf_variant *v) {
@@ -48,8 +49,8 @@ sf_status sf_segment_passes_open(sf_context *ctx, const sf_cu *cu, const sf_vari
   sf_status st = sf_kernel_for_variant_entry(ctx, v, carry, &out->carry, NULL);
   if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, v, combine, &out->combine, NULL);
   if (st == SF_OK)
-    st = sf_cu_check(cu->MemAllocAsync(&out->carries, (size_t)(out->count * arrays) * sizeof(float), stream),
-                     "cuMemAllocAsync(segment carries)");
+    st = sf_workspace_alloc(ctx, cu, (size_t)(out->count * arrays) * sizeof(float), stream, "segment carries",
+                            &out->carries);
   return st;
 }
 

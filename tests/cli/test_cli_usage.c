@@ -311,6 +311,37 @@ Test(cli_usage, every_cache_warning_is_printed_not_only_the_first) {
   expect_env(env, "check --shape 1,4,16,4 --device cpu", 0, "skipping read-only layer /nonexistent/sf_layer_b");
 }
 
+Test(cli_usage, deterministic_workspaces_come_from_the_library_pool, .timeout = 120) {
+  /* On the pretend driver: a deterministic backward takes its partial sums from the pool
+   * scanforge makes for the device, whose release threshold is
+   * $SCANFORGE_WORKSPACE_KEEP_BYTES, and the pool is gone when the context is. */
+  char *dir = temp_dir_for_test("sf_cli_usage_");
+  char env[1200], rows[600], args[800];
+  snprintf(rows, sizeof rows, "%s/rows.txt", dir);
+  FILE *f = fopen(rows, "w");
+  cr_assert_not_null(f);
+  fputs("1,16,1024,16,fp32\n", f);
+  fclose(f);
+  snprintf(env, sizeof env,
+           "FAKE_CUDA_REPORT=1 SCANFORGE_WORKSPACE_KEEP_BYTES=256M SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ",
+           SCANFORGE_FAKE_CUDA_PATH, dir);
+  snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0 --backward-only --deterministic", rows);
+  char *out;
+  cr_expect_eq(run_env(env, args, &out), 0, "%s", out);
+  const char *report = strstr(out, "fake cuda:");
+  cr_assert_not_null(report, "%s", out);
+  long launches = 0, live = 0, from_pools = 0, alive = -1;
+  unsigned long long threshold = 0;
+  cr_assert_eq(sscanf(report, "fake cuda: %ld launches, %ld live allocations at exit; %ld allocations from created pools "
+                              "(threshold %llu), %ld pools alive", &launches, &live, &from_pools, &threshold, &alive), 5,
+               "%s", report);
+  cr_expect_geq(from_pools, 4, "each of the 2 timed calls and the check call allocate their partial sums: %s", report);
+  cr_expect_eq(threshold, 256ull << 20, "%s", report);
+  cr_expect_eq(alive, 0, "%s", report);
+  free(out);
+  free(dir);
+}
+
 Test(cli_usage, bench_keep_pool_sets_the_release_threshold, .timeout = 120) {
   /* On the pretend driver (tests/fake_cuda/): --keep-pool says so in the header and sets
    * the default pool's release threshold to no limit (the driver reports it at exit);

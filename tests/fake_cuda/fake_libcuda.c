@@ -258,11 +258,43 @@ CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice device) 
   *pool = (CUmemoryPool)&pool_handle;
   return CUDA_SUCCESS;
 }
+/* Pools scanforge creates (its workspace pool): a block each, allocations as cuMemAlloc. */
+struct fake_pool { unsigned magic; };
+enum { FAKE_POOL_MAGIC = 0x5f9001u };
+static long pools_alive, pool_allocations;
+static unsigned long long created_pool_threshold;
+static int is_created_pool(CUmemoryPool pool) {
+  return pool && pool != (CUmemoryPool)&pool_handle && ((struct fake_pool *)pool)->magic == FAKE_POOL_MAGIC;
+}
 CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attribute, void *value) {
-  if (pool != (CUmemoryPool)&pool_handle || !value) return CUDA_ERROR_INVALID_VALUE;
+  if ((pool != (CUmemoryPool)&pool_handle && !is_created_pool(pool)) || !value) return CUDA_ERROR_INVALID_VALUE;
   if (attribute != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_NOT_SUPPORTED;
-  pool_release_threshold = *(const unsigned long long *)value;
+  if (pool == (CUmemoryPool)&pool_handle) pool_release_threshold = *(const unsigned long long *)value;
+  else created_pool_threshold = *(const unsigned long long *)value;
   return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
+  if (!pool || !props || props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->location.id != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct fake_pool *p = malloc(sizeof *p);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  p->magic = FAKE_POOL_MAGIC;
+  pools_alive++;
+  *pool = (CUmemoryPool)p;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
+  if (!is_created_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  ((struct fake_pool *)pool)->magic = 0;
+  pools_alive--;
+  free(pool);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *ptr, size_t bytes, CUmemoryPool pool, CUstream stream) {
+  (void)stream;
+  if (!is_created_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  pool_allocations++;
+  return cuMemAlloc(ptr, bytes);
 }
 /* Every pointer is device memory, none managed. */
 CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
@@ -314,6 +346,8 @@ CUresult CUDAAPI cuEventDestroy(CUevent event) {
 
 __attribute__((destructor)) static void report(void) {
   if (getenv("FAKE_CUDA_REPORT"))
-    fprintf(stderr, "fake cuda: %ld launches, %ld live allocations at exit%s\n", launches, live_allocations,
-            pool_release_threshold == ~0ull ? ", default pool kept" : "");
+    fprintf(stderr, "fake cuda: %ld launches, %ld live allocations at exit%s; %ld allocations from created pools "
+            "(threshold %llu), %ld pools alive\n", launches, live_allocations,
+            pool_release_threshold == ~0ull ? ", default pool kept" : "", pool_allocations, created_pool_threshold,
+            pools_alive);
 }

@@ -71,6 +71,14 @@ Test(env, cache_max_bytes) {
   CHECK(SF_ENV_CACHE_MAX_BYTES, cases, true);
 }
 
+Test(env, workspace_keep_bytes) {
+  const env_case cases[] = {
+      {"256M", true, 256 << 20}, {"1", true, 1},       {"4G", true, 4ll << 30}, {"0", false, 0},
+      {"-1", false, 0},          {"1Q", false, 0},     {overflow, false, 0},    {"", false, 0},
+  };
+  CHECK(SF_ENV_WORKSPACE_KEEP_BYTES, cases, true);
+}
+
 Test(env, min_segment) {
   const env_case cases[] = {
       {"32", true, 32},   {"4", true, 4},       {"512", true, 512},    {"48", false, 0},
@@ -135,7 +143,7 @@ Test(env, nothing_to_say_when_unset_or_good) {
                          "SCANFORGE_TUNING", "SCANFORGE_TUNING_DB", "SCANFORGE_TEMPLATE_DIR",
                          "SCANFORGE_CPU_KERNELS", "SCANFORGE_MIN_SEGMENT", "SCANFORGE_NVRTC_LIBRARY",
                          "CUDA_HOME", "SCANFORGE_CUDA_LIBRARY", "SCANFORGE_CACHE_PATH",
-                         "SCANFORGE_CACHE_TRUST_GROUP", "SCANFORGE_SEGMENTS"};
+                         "SCANFORGE_CACHE_TRUST_GROUP", "SCANFORGE_SEGMENTS", "SCANFORGE_WORKSPACE_KEEP_BYTES"};
   cr_assert_eq(sizeof names / sizeof names[0], (size_t)SF_ENV_COUNT, "a variable is missing here");
   for (int i = 0; i < SF_ENV_COUNT; i++) {
     cr_expect_str_eq(sf_env_name((sf_env_var)i), names[i]);
@@ -198,7 +206,8 @@ Test(env, every_variable_reports_through_one_channel) {
              {"SCANFORGE_CPU_KERNELS", "avx512"}, {"SCANFORGE_MIN_SEGMENT", "-8"},
              {"SCANFORGE_NVRTC_LIBRARY", too_long()}, {"CUDA_HOME", too_long()},
              {"SCANFORGE_CUDA_LIBRARY", too_long()}, {"SCANFORGE_CACHE_PATH", too_long()},
-             {"SCANFORGE_CACHE_TRUST_GROUP", "maybe"}, {"SCANFORGE_SEGMENTS", "sometimes"}};
+             {"SCANFORGE_CACHE_TRUST_GROUP", "maybe"}, {"SCANFORGE_SEGMENTS", "sometimes"},
+             {"SCANFORGE_WORKSPACE_KEEP_BYTES", "0"}};
   cr_assert_eq(sizeof bad / sizeof bad[0], (size_t)SF_ENV_COUNT);
   for (int i = 0; i < SF_ENV_COUNT; i++) setenv(bad[i].name, bad[i].bad, 1);
   const char *text = sf_environment_warning();
