@@ -311,20 +311,27 @@ Test(cli_usage, every_cache_warning_is_printed_not_only_the_first) {
   expect_env(env, "check --shape 1,4,16,4 --device cpu", 0, "skipping read-only layer /nonexistent/sf_layer_b");
 }
 
+/* A rows file of one small fp32 row in `dir`, and the environment that runs bench on the
+ * pretend driver (tests/fake_cuda/), which reports its launches, allocations and pools at
+ * exit; `extra_env` goes first. */
+static void fake_bench_setup(const char *dir, const char *extra_env, char *rows, size_t rows_size, char *env,
+                             size_t env_size) {
+  snprintf(rows, rows_size, "%s/rows.txt", dir);
+  FILE *f = fopen(rows, "w");
+  cr_assert_not_null(f);
+  fputs("1,16,1024,16,fp32\n", f);
+  fclose(f);
+  snprintf(env, env_size, "%sFAKE_CUDA_REPORT=1 SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ", extra_env,
+           SCANFORGE_FAKE_CUDA_PATH, dir);
+}
+
 Test(cli_usage, deterministic_workspaces_come_from_the_library_pool, .timeout = 120) {
   /* On the pretend driver: a deterministic backward takes its partial sums from the pool
    * scanforge makes for the device, whose release threshold is
    * $SCANFORGE_WORKSPACE_KEEP_BYTES, and the pool is gone when the context is. */
   char *dir = temp_dir_for_test("sf_cli_usage_");
   char env[1200], rows[600], args[800];
-  snprintf(rows, sizeof rows, "%s/rows.txt", dir);
-  FILE *f = fopen(rows, "w");
-  cr_assert_not_null(f);
-  fputs("1,16,1024,16,fp32\n", f);
-  fclose(f);
-  snprintf(env, sizeof env,
-           "FAKE_CUDA_REPORT=1 SCANFORGE_WORKSPACE_KEEP_BYTES=256M SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ",
-           SCANFORGE_FAKE_CUDA_PATH, dir);
+  fake_bench_setup(dir, "SCANFORGE_WORKSPACE_KEEP_BYTES=256M ", rows, sizeof rows, env, sizeof env);
   snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0 --backward-only --deterministic", rows);
   char *out;
   cr_expect_eq(run_env(env, args, &out), 0, "%s", out);
@@ -348,13 +355,7 @@ Test(cli_usage, bench_keep_pool_sets_the_release_threshold, .timeout = 120) {
    * without it the pool is left alone. */
   char *dir = temp_dir_for_test("sf_cli_usage_");
   char env[1200], rows[600], args[800];
-  snprintf(rows, sizeof rows, "%s/rows.txt", dir);
-  FILE *f = fopen(rows, "w");
-  cr_assert_not_null(f);
-  fputs("1,16,1024,16,fp32\n", f);
-  fclose(f);
-  snprintf(env, sizeof env, "FAKE_CUDA_REPORT=1 SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ",
-           SCANFORGE_FAKE_CUDA_PATH, dir);
+  fake_bench_setup(dir, "", rows, sizeof rows, env, sizeof env);
   for (int keep = 0; keep <= 1; keep++) {
     snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0 --forward-only%s", rows, keep ? " --keep-pool" : "");
     char *out;

@@ -249,23 +249,27 @@ Test(tuning_lookup, embedded_defaults_match_their_files) {
   sf_tune_db_free(&db);
 }
 
+/* A split=state backward entry of the (8, 1536, 2048) shape with these knobs. */
+static sf_tune_entry state_bwd_entry(sf_variant cls, int threads, int items, int channels) {
+  sf_tune_entry e = entry(cls, 8, 1536, 2048, threads, items, channels);
+  e.variant.split_states = true;
+  return e;
+}
+
 /* Block-states entries (docs/design-block-states.md) are a class of their own: a backward
  * on block states finds them and nothing else, one at the default interval never does. */
 Test(tuning_lookup, block_states_entries_are_a_class_of_their_own) {
   sf_tune_section user = {0};
   sf_variant cls = fwd_class();
   cls.op = SF_OP_BWD;
-  sf_tune_entry plain = entry(cls, 8, 1536, 2048, 2, 8, 16);
-  plain.variant.split_states = true;
-  add(&user, plain);
+  add(&user, state_bwd_entry(cls, 2, 8, 16));
   sf_tune_table *t;
   cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
   sf_variant v = cls;
   cr_expect_not(sf_tune_table_lookup(t, &v, true, 8, 1536, 1, 2048), "no block-states entry: the heuristics decide");
   sf_tune_table_free(t);
 
-  sf_tune_entry block = entry(cls, 8, 1536, 2048, 4, 16, 8);
-  block.variant.split_states = true;
+  sf_tune_entry block = state_bwd_entry(cls, 4, 16, 8);
   block.block_states = true;
   add(&user, block);
   cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
@@ -284,9 +288,7 @@ Test(tuning_lookup, deterministic_calls_take_the_default_entries_unless_they_hav
   sf_tune_section user = {0};
   sf_variant cls = fwd_class();
   cls.op = SF_OP_BWD;
-  sf_tune_entry plain = entry(cls, 8, 1536, 2048, 4, 8, 16);
-  plain.variant.split_states = true;
-  add(&user, plain);
+  add(&user, state_bwd_entry(cls, 4, 8, 16));
   sf_tune_table *t;
   cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
   sf_variant v = cls;
@@ -299,8 +301,7 @@ Test(tuning_lookup, deterministic_calls_take_the_default_entries_unless_they_hav
   cr_expect_not(sf_tune_table_lookup(t, &v, true, 8, 1536, 1, 2048), "nor a block-states one of either mode");
   sf_tune_table_free(t);
 
-  sf_tune_entry own = entry(cls, 8, 1536, 2048, 2, 16, 32);
-  own.variant.split_states = true;
+  sf_tune_entry own = state_bwd_entry(cls, 2, 16, 32);
   own.variant.deterministic = true;
   add(&user, own);
   cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
