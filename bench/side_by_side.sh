@@ -2,7 +2,9 @@
 # The side-by-side table of docs/perf.md, on the device machine: builds the established
 # kernel from ANCHOR_DIR (a copy of the anchor folder carried with the bundle: its
 # anchor_bench.py, compare.py and sources), then times it and `scanforge bench` on each
-# row file by the same method, and prints one comparison table per file.
+# row file by the same method, and prints one comparison table per file (for the
+# language-model rows also the training steps and the deterministic backward's cost:
+# bench/training_steps.py).
 # usage: bench/side_by_side.sh ANCHOR_DIR LOG_DIR [ROWS_FILE...]
 #        (default rows: every regime's file under bench/)
 # With SIDE_BY_SIDE_UNTUNED=1 scanforge also runs each file with --untuned (the heuristics
@@ -36,6 +38,10 @@ for r in "${rows[@]}"; do
     > "$logs/anchor_$name.log" 2>&1
   echo "== $r"
   python3 "$anchor/compare.py" "$logs/sf_$name.json" "$logs/anchor_$name.json"
+  if [ "$name" = rows_lm ]; then # the training steps and the deterministic backward's cost
+    echo "== $r: training steps"
+    python3 bench/training_steps.py "$logs/sf_$name.json" "$logs/anchor_$name.json"
+  fi
   if [ "${SIDE_BY_SIDE_UNTUNED:-0}" = 1 ]; then
     echo "== $r, scanforge --untuned"
     python3 "$anchor/compare.py" "$logs/sf_untuned_$name.json" "$logs/anchor_$name.json"
@@ -43,5 +49,9 @@ for r in "${rows[@]}"; do
   if [ "${SIDE_BY_SIDE_BLOCK_STATES:-0}" = 1 ]; then
     echo "== $r, scanforge --block-states"
     python3 "$anchor/compare.py" "$logs/sf_block_$name.json" "$logs/anchor_$name.json"
+    if [ "$name" = rows_lm ]; then
+      echo "== $r, scanforge --block-states: training steps"
+      python3 bench/training_steps.py "$logs/sf_block_$name.json" "$logs/anchor_$name.json"
+    fi
   fi
 done
