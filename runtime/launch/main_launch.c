@@ -7,7 +7,11 @@
 #include "runtime/args/staged_rows.h"
 #include "runtime/cuda/module.h"
 
-const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f) {
+/* The entry point of v's module that a call with these forward arguments runs: the
+ * split=state templates have one for states saved more often than once a block
+ * (sf_scan_fwd_inner_saves) and one for a backward that finds every block's starting
+ * state saved (sf_scan_bwd_block_states; docs/design-block-states.md). */
+static const char *main_entry(const sf_variant *v, const sf_scan_fwd_args *f) {
   const int64_t interval = f->state_interval; /* 0, the default interval: the main kernels as ever */
   if (interval > 0 && v->split_states && v->op == SF_OP_BWD && interval <= v->items) return sf_block_states_entry(v->op);
   if (interval > 0 && v->split_states && v->op == SF_OP_FWD && f->saved_states && interval < v->items)
@@ -24,7 +28,7 @@ sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const sf_sca
                               sf_main_launch *out) {
   *out = (sf_main_launch){0};
   const int64_t batch = f->batch, dim = f->dim, seqlen = f->seqlen;
-  sf_status st = sf_kernel_for_variant_entry(ctx, v, sf_main_entry(v, f), &out->kernel, NULL);
+  sf_status st = sf_kernel_for_variant_entry(ctx, v, main_entry(v, f), &out->kernel, NULL);
   if (st != SF_OK) return st;
   out->block = (unsigned)sf_variant_block_threads(v);
   st = sf_kernel_check_launch(out->kernel, out->block, 0); /* the block the kernel allows */

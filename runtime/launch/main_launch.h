@@ -17,12 +17,6 @@ typedef struct sf_main_launch {
   sf_segments segments;
 } sf_main_launch;
 
-/* The entry point of v's module that a call with these forward arguments runs: the
- * split=state templates have one for states saved more often than once a block
- * (sf_scan_fwd_inner_saves) and one for a backward that finds every block's starting
- * state saved (sf_scan_bwd_block_states; docs/design-block-states.md). */
-const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f);
-
 /* Sets v->words for the call f (and, for a backward, its dout): a split=state variant
  * whose staged rows are not all 16-byte aligned (sf_staged_rows_aligned) runs the module
  * that copies them in 4-byte pieces (docs/design-row-alignment.md). Before the plan, so
@@ -30,7 +24,7 @@ const char *sf_main_entry(const sf_variant *v, const sf_scan_fwd_args *f);
 void sf_main_variant_fit_rows(sf_variant *v, const sf_scan_fwd_args *f, const void *dout, int64_t dout_batch_stride,
                               int64_t dout_dim_stride);
 
-/* Loads the entry point of variant v's module that the call f runs (sf_main_entry), checks
+/* Loads the entry point of variant v's module that the call f runs (its block-states entry where f asks for one), checks
  * its block size against what the kernel allows, and plans its grid for f's batch x dim
  * channels of seqlen steps; segments when the blocks fill less than max_fill of the GPU
  * (sf_plan_segments). */

@@ -8,7 +8,6 @@
  * that memory mapped between calls without changing the process's default pool. */
 #include "runtime/launch/workspace.h"
 
-#include <stdint.h>
 #include <stdio.h>
 
 #include "base/env.h"
