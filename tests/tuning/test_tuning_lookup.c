@@ -15,6 +15,13 @@ static sf_variant fwd_class(void) {
   return v;
 }
 
+/* The same call's backward. */
+static sf_variant bwd_class(void) {
+  sf_variant v = fwd_class();
+  v.op = SF_OP_BWD;
+  return v;
+}
+
 static sf_tune_entry entry(sf_variant cls, int64_t batch, int64_t dim, int64_t seqlen, int threads, int items,
                            int channels) {
   sf_tune_entry e;
@@ -149,8 +156,7 @@ Test(tuning_lookup, user_entries_replace_shipped_defaults) {
 
 Test(tuning_lookup, backward_entries_must_fit_the_call) {
   sf_tune_section user = {0};
-  sf_variant cls = fwd_class();
-  cls.op = SF_OP_BWD;
+  const sf_variant cls = bwd_class();
   add(&user, entry(cls, 64, 160, 196, 32, 8, 4)); /* interval 256, channels 4 */
   sf_tune_table *t;
   cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
@@ -170,8 +176,7 @@ Test(tuning_lookup, backward_entries_must_fit_the_call) {
 /* A split=state backward entry has no interval to match: it serves every length in reach. */
 Test(tuning_lookup, state_split_backward_entries_serve_any_interval) {
   sf_tune_section user = {0};
-  sf_variant cls = fwd_class();
-  cls.op = SF_OP_BWD;
+  const sf_variant cls = bwd_class();
   sf_tune_entry e = entry(cls, 8, 1536, 2048, 8, 8, 8); /* lanes 8, items 8, channels 8 */
   e.variant.split_states = true;
   add(&user, e);
@@ -260,8 +265,7 @@ static sf_tune_entry state_bwd_entry(sf_variant cls, int threads, int items, int
  * on block states finds them and nothing else, one at the default interval never does. */
 Test(tuning_lookup, block_states_entries_are_a_class_of_their_own) {
   sf_tune_section user = {0};
-  sf_variant cls = fwd_class();
-  cls.op = SF_OP_BWD;
+  const sf_variant cls = bwd_class();
   add(&user, state_bwd_entry(cls, 2, 8, 16));
   sf_tune_table *t;
   cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
@@ -286,8 +290,7 @@ Test(tuning_lookup, block_states_entries_are_a_class_of_their_own) {
 
 Test(tuning_lookup, deterministic_calls_take_the_default_entries_unless_they_have_their_own) {
   sf_tune_section user = {0};
-  sf_variant cls = fwd_class();
-  cls.op = SF_OP_BWD;
+  const sf_variant cls = bwd_class();
   add(&user, state_bwd_entry(cls, 4, 8, 16));
   sf_tune_table *t;
   cr_assert_eq(sf_tune_table_build(&user, NULL, &t), SF_OK);
