@@ -9,11 +9,11 @@ template files it changes (the others come from the built-in set).
 
 usage: bench/ab_specs.py ROWS OUTDIR NAME=DIR [NAME=DIR...] [--forward] [--block-states] [--rounds N]
 writes OUTDIR/NAME/{old,new}_MODE_ROUND.json per candidate: bench/ab_table.py OUTDIR/NAME MODE"""
+import argparse
 import json
 import os
 import shutil
 import subprocess
-import sys
 
 KNOBS = ("split", "threads", "items", "channels", "states", "minblocks", "pairs")
 
@@ -38,13 +38,19 @@ def bench(rows, json_path, extra, env=None):
 
 
 def main():
-    args = sys.argv[1:]
-    forward, block_states = "--forward" in args, "--block-states" in args
-    rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 2
-    positional = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or args[i - 1] != "--rounds")]
-    rows, out, candidates = positional[0], positional[1], [c.split("=", 1) for c in positional[2:]]
-    mode = "bs" if block_states else "default"
-    extra = (["--forward-only"] if forward else ["--backward-only"]) + (["--block-states"] if block_states else [])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rows")
+    parser.add_argument("out")
+    parser.add_argument("candidates", nargs="+", metavar="NAME=DIR")
+    parser.add_argument("--forward", action="store_true")
+    parser.add_argument("--block-states", action="store_true")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    rows, out, rounds = args.rows, args.out, args.rounds
+    candidates = [c.split("=", 1) for c in args.candidates]
+    forward = args.forward
+    mode = "bs" if args.block_states else "default"
+    extra = (["--forward-only"] if forward else ["--backward-only"]) + (["--block-states"] if args.block_states else [])
     os.makedirs(out, exist_ok=True)
     groups = {}
     for r in bench(rows, os.path.join(out, f"plan_{mode}.json"), extra):
