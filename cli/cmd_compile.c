@@ -9,6 +9,7 @@
 #include "generator/generator.h"
 #include "runtime/compile/compile.h"
 #include "runtime/compile/occupancy.h"
+#include "runtime/cuda/dynamic_shared.h"
 #include "scanforge/scanforge.h"
 
 static void usage(FILE *out) {
@@ -154,12 +155,12 @@ static void print_bytes_field(const char *name, int value) {
 
 /* Blocks of `block_threads` threads an SM of the binary's arch holds, from the main
  * kernel's own registers and shared memory (`entry`; the lines above give the module's
- * largest), and what limits them. */
-static void print_occupancy(const sf_binary *b, const char *entry, int block_threads) {
+ * largest) with the dynamic shared memory its launches pass, and what limits them. */
+static void print_occupancy(const sf_binary *b, const char *entry, int block_threads, int dynamic_shared) {
   sf_occupancy o;
   int registers, shared;
   if (block_threads <= 0 || sf_binary_kernel_resources(b, entry, &registers, &shared) != SF_OK) return;
-  if (sf_occupancy_estimate(b->arch, block_threads, registers, shared, &o) != SF_OK) {
+  if (sf_occupancy_estimate(b->arch, block_threads, registers, shared + dynamic_shared, &o) != SF_OK) {
     printf("%-10s unknown for sm_%d\n", "occupancy", b->arch);
     return;
   }
@@ -169,7 +170,7 @@ static void print_occupancy(const sf_binary *b, const char *entry, int block_thr
 }
 
 static void report(const char *what, const char *template_text, const sf_binary *b, const char *output,
-                   const char *entry, const char *block_states_entry, int block_threads) {
+                   const char *entry, const char *block_states_entry, int block_threads, int dynamic_shared) {
   printf("%-10s %s\n", "compiled", what);
   if (template_text) printf("%-10s %s\n", "template", template_text);
   printf("%-10s %s_%d\n", "arch", b->is_ptx ? "compute" : "sm", b->arch);
@@ -184,10 +185,11 @@ static void report(const char *what, const char *template_text, const sf_binary 
   else
     printf("%-10s unknown\n", "spills");
   print_bytes_field("shared", b->shared_bytes);
+  if (dynamic_shared > 0) printf("%-10s %d bytes a launch (above 48 KB: docs/design-dynamic-shared.md)\n", "dynamic", dynamic_shared);
   print_bytes_field("stack", b->stack_bytes);
-  if (entry) print_occupancy(b, entry, block_threads);
+  if (entry) print_occupancy(b, entry, block_threads, dynamic_shared);
   /* the main kernel's stand-in for block states, where the module has one (split=state) */
-  if (block_states_entry) print_occupancy(b, block_states_entry, block_threads);
+  if (block_states_entry) print_occupancy(b, block_states_entry, block_threads, dynamic_shared);
   printf("%-10s %.1f ms\n", "time", b->compile_ms);
 }
 
@@ -255,6 +257,7 @@ int cmd_compile(int argc, char **argv) {
 
   sf_binary binary;
   sf_status status = sf_compile(source, source_name, arch, want_ptx, &binary);
+  const int dynamic_shared = sf_source_dynamic_shared(source);
   free(source);
   /* An architecture NVRTC or scanforge does not take is bad usage, like a bad spec. */
   if (status == SF_EINVAL) return cli_fail("compile", "compilation failed"), CLI_USAGE;
@@ -262,7 +265,8 @@ int cmd_compile(int argc, char **argv) {
   if (show_log || strstr(binary.log, "warning"))
     fprintf(stderr, "%s", binary.log); /* warnings matter to a template author */
   int ok = !output || write_binary(output, &binary);
-  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output, entry, block_states_entry, block_threads);
+  if (ok) report(what, template_text[0] ? template_text : NULL, &binary, output, entry, block_states_entry, block_threads,
+                dynamic_shared);
   sf_binary_free(&binary);
   return ok ? 0 : 1;
 }

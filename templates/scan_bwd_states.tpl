@@ -75,9 +75,15 @@
 @ end
 @ local red_arrays = pairs and 1 or ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0))
 @ local part_bytes = lane_pair and 0 or parts * CH * part_slot * 4
-@ local smem_bytes = math.max(staging_bytes + part_bytes + red_arrays * CH * red_slot * 4, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
-@ if smem_bytes > 48 * 1024 then
-@   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory (its carry pass holds the block's staging twice); at most 49152 allowed", N, CH, TB, smem_bytes))
+@ local body_bytes = staging_bytes + part_bytes + red_arrays * CH * red_slot * 4
+@ local smem_bytes = math.max(body_bytes, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
+@ -- Above 48 KB of static shared memory the arrays move to dynamic shared memory, in one
+@ -- layout that every entry point shares (so the carry pass needs one body's arrays), and
+@ -- the module tells the runtime its size (docs/design-dynamic-shared.md).
+@ local dynamic = smem_bytes > 48 * 1024
+@ local MAX_DYNAMIC = 227 * 1024 -- the most a block may opt in to (sm_90); smaller GPUs refuse at load
+@ if dynamic and body_bytes > MAX_DYNAMIC then
+@   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most %d allowed", N, CH, TB, body_bytes, MAX_DYNAMIC))
 @ end
 @ run_lengths = { Q }
 @ include("kernel_params.h")
@@ -166,6 +172,36 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
 @ end
 }
 
+@ -- the block's arrays (the static declarations in scan_bwd_body name the same), and the
+@ -- copy table of stage_tasks.tpl: each 16-byte aligned
+@ local tasks_per_thread = ((var_rows + CH * (variant.z and 4 or 3)) * (TB // EPC) + BLOCK - 1) // BLOCK
+@ local shared_arrays = {
+@   { type = "stage_t", name = "stages", dims = "[2]", bytes = 2 * stage_bytes },
+@   { type = "float", name = "steps", dims = string.format("[3][%d][%d]", CH, TB + 4), bytes = 3 * CH * (TB + 4) * 4 },
+@ }
+@ local function array(name, dims, bytes) table.insert(shared_arrays, { type = "float", name = name, dims = dims, bytes = bytes }) end
+@ if not lane_pair then array("part", string.format("[%d][%d]", parts, CH * part_slot), part_bytes) end
+@ if pairs then array("red_BC", string.format("[%d]", CH * red_slot), CH * red_slot * 4) end
+@ if not pairs and variant.B_var then array("red_B", string.format("[%d]", CH * red_slot), CH * red_slot * 4) end
+@ if not pairs and variant.C_var then array("red_C", string.format("[%d]", CH * red_slot), CH * red_slot * 4) end
+@ if converted > 0 then array("BC_f32", string.format("[%d][%d][%d]", converted, N, TB + 4), converted * N * (TB + 4) * 4) end
+@ table.insert(shared_arrays, { type = "const elem_t *", name = "task_src", dims = string.format("[%d][%d]", tasks_per_thread, BLOCK), bytes = tasks_per_thread * BLOCK * 8 })
+@ if dynamic then
+@   local total = 0
+@   for _, a in ipairs(shared_arrays) do total = total + (a.bytes + 15) // 16 * 16 end
+/* Every entry point's arrays, in dynamic shared memory. Each launch passes their size,
+ * which the runtime reads from the module as the size of sf_dynamic_shared_16 (in bytes,
+ * times 16: runtime/cuda/dynamic_shared.h) when it loads it. */
+struct bwd_shared_t {
+@   for _, a in ipairs(shared_arrays) do
+  __align__(16) $(a.type) $(a.name)$(a.dims);
+@   end
+};
+static_assert(sizeof(bwd_shared_t) == $(total), "the template's count of the arrays' bytes");
+extern __shared__ __align__(16) unsigned char sf_dynamic_smem[];
+extern "C" { __device__ unsigned char sf_dynamic_shared_16[$(total // 16)]; }
+
+@ end
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
 /* The kernel's body: CARRY = false walks intervals backwards for every gradient (with
  * BLOCK_STATES, sf_scan_bwd_block_states: every block's starting state was saved, so no
@@ -177,6 +213,15 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
  * not all start on a 16-byte boundary are staged in 4-byte pieces where they can be
  * (stage_copy.tpl, docs/design-row-alignment.md). */
 template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES, bool WORDS> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
+@ if dynamic then
+  /* the block's arrays in dynamic shared memory (above 48 KB: docs/design-dynamic-shared.md) */
+  bwd_shared_t &shared = *reinterpret_cast<bwd_shared_t *>(sf_dynamic_smem);
+@   for _, a in ipairs(shared_arrays) do
+@     if a.name ~= "task_src" then -- stage_tasks.tpl names that one
+  $(a.type) (&$(a.name))$(a.dims) = shared.$(a.name);
+@     end
+@   end
+@ else
   __shared__ __align__(16) stage_t stages[2];
   /* the channel's per-step values, each computed once by the lane that owns the step */
   __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
@@ -197,6 +242,7 @@ template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES, bool WORDS> __device_
 @ if converted > 0 then
   /* B and C of the block converted to fp32 once, for every channel of the block */
   __shared__ __align__(16) float BC_f32[$(converted)][$(N)][$(TB + 4)];
+@ end
 @ end
   const sf_fwd_params &f = p.f;
   const int lane = threadIdx.x % $(LN);
@@ -270,6 +316,7 @@ template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES, bool WORDS> __device_
 
   /* This thread's share of the 16-byte copies that fill a stage; the forward pass of an
    * interval fetches only the early rows (B, u, delta). */
+@ stage.shared_tasks = dynamic and "shared.task_src" or nil
 @ include("stage_tasks.tpl")
 
   /* 16-bit B (and C) of a landed stage to fp32, once for all the block's channels. */

@@ -6,6 +6,8 @@
 @ -- `base` is the C expression of row i's first element. Rows marked `early = true` come
 @ -- first; a fetch with all = false copies only those. The enclosing kernel body has a
 @ -- template parameter WORDS (stage_copy.tpl's copy_chunk).
+@ -- With `stage.shared_tasks` (a C expression) the source table is that array, in the
+@ -- kernel's dynamic shared memory, instead of a __shared__ one of its own.
 @ -- The table is built once: the same rows and columns serve every time block, and only
 @ -- t0 moves.
 @ local common = import("scan_common")
@@ -20,7 +22,11 @@
 @ local PER_THREAD = (TASKS + stage.block - 1) // stage.block
   /* Per copy: the source (at its column), and the rest packed in an int (stage offset
    * << 9 | early << 8 | column << 1 | aligned); -1 when the thread has no task. */
+@ if stage.shared_tasks then
+  const elem_t *(&task_src)[$(PER_THREAD)][$(stage.block)] = $(stage.shared_tasks);
+@ else
   __shared__ const elem_t *task_src[$(PER_THREAD)][$(stage.block)];
+@ end
   int task_meta[$(PER_THREAD)];
 #pragma unroll
   for (int k = 0; k < $(PER_THREAD); k++) {

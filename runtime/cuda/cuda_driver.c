@@ -48,6 +48,7 @@ static const entry_point entry_points[] = {
     SF_CU_ENTRY(ModuleLoadDataEx, cuModuleLoadDataEx),
     SF_CU_ENTRY(ModuleUnload, cuModuleUnload),
     SF_CU_ENTRY(ModuleGetFunction, cuModuleGetFunction),
+    SF_CU_ENTRY(ModuleGetGlobal, cuModuleGetGlobal),
     SF_CU_ENTRY(FuncGetAttribute, cuFuncGetAttribute),
     SF_CU_ENTRY(FuncSetAttribute, cuFuncSetAttribute),
     SF_CU_ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor),

@@ -33,6 +33,7 @@ typedef struct sf_cu {
   CUresult (*ModuleLoadDataEx)(CUmodule *module, const void *image, unsigned int num_options,
                                CUjit_option *options, void **option_values);
   CUresult (*ModuleUnload)(CUmodule module);
+  CUresult (*ModuleGetGlobal)(CUdeviceptr *dptr, size_t *bytes, CUmodule module, const char *name);
   CUresult (*ModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
   CUresult (*FuncGetAttribute)(int *value, CUfunction_attribute attribute, CUfunction function);
   CUresult (*FuncSetAttribute)(CUfunction function, CUfunction_attribute attribute, int value);

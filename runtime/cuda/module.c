@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cuda/dynamic_shared.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "base/error.h"
 
@@ -77,8 +78,23 @@ static sf_status device_attribute(const sf_cu *cu, CUdevice device, CUdevice_att
   return sf_cu_check(cu->DeviceGetAttribute(value, attribute, device), "cuDeviceGetAttribute");
 }
 
+/* The dynamic shared memory every launch of the module's kernels passes, 0 when the module
+ * defines no SF_DYNAMIC_SHARED_SYMBOL (runtime/cuda/dynamic_shared.h). The figure is the symbol's size, so reading it copies
+ * nothing: a load never waits on a stream, nor breaks a stream capture. */
+static sf_status read_dynamic_shared(const sf_cu *cu, CUmodule module, int *bytes) {
+  CUdeviceptr at;
+  size_t size;
+  *bytes = 0;
+  CUresult result = cu->ModuleGetGlobal(&at, &size, module, SF_DYNAMIC_SHARED_SYMBOL);
+  if (result == CUDA_ERROR_NOT_FOUND) return SF_OK;
+  sf_status status = sf_cu_check(result, "cuModuleGetGlobal(" SF_DYNAMIC_SHARED_SYMBOL ")");
+  if (status == SF_OK) *bytes = (int)(size * SF_DYNAMIC_SHARED_UNIT);
+  return status;
+}
+
 /* Reads what the kernel uses, checks it against the device of the current context and
- * opts in to the dynamic shared memory asked for. */
+ * opts in to the dynamic shared memory asked for (the request's, or the module's own,
+ * whichever is more). */
 static sf_status fit_to_device(const sf_cu *cu, const sf_module_request *rq, sf_kernel *k) {
   CUfunction f = k->function;
   sf_status status;
@@ -108,21 +124,23 @@ static sf_status fit_to_device(const sf_cu *cu, const sf_module_request *rq, sf_
     return sf_fail(SF_ERESOURCE, "kernel %s: %d registers per thread leave room for %d threads "
                    "per block (device: %d registers per block)",
                    k->name, k->registers, k->max_threads_per_block, registers_per_block);
-  long shared_needed = (long)k->static_shared + rq->dynamic_shared;
+  const int dynamic = rq->dynamic_shared > k->dynamic_shared ? rq->dynamic_shared : k->dynamic_shared;
+  long shared_needed = (long)k->static_shared + dynamic;
   if (shared_needed > shared_optin)
     return sf_fail(SF_ERESOURCE, "kernel %s: %d bytes of static and %d of dynamic shared memory "
                    "exceed the %d bytes a block may have on this device",
-                   k->name, k->static_shared, rq->dynamic_shared, shared_optin);
+                   k->name, k->static_shared, dynamic, shared_optin);
   if (shared_needed > shared_default) {
     status = sf_cu_check(cu->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                              rq->dynamic_shared),
+                                              dynamic),
                          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     if (status != SF_OK) return status;
   }
   /* The driver's own figure, after any opt-in: what launches are held to. */
   status = function_attribute(cu, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &k->max_dynamic_shared);
   if (status != SF_OK || rq->block_threads <= 0) return status;
-  return sf_cu_check(cu->OccupancyMaxActiveBlocksPerMultiprocessor(&k->blocks_per_sm, f, rq->block_threads, 0),
+  return sf_cu_check(cu->OccupancyMaxActiveBlocksPerMultiprocessor(&k->blocks_per_sm, f, rq->block_threads,
+                                                                   (size_t)k->dynamic_shared),
                      "cuOccupancyMaxActiveBlocksPerMultiprocessor");
 }
 
@@ -138,6 +156,7 @@ static sf_status build_kernel(void *user, sf_kernel *k) {
     status = sf_cu_check(cu->ModuleGetFunction(&k->function, k->module, rq->kernel_name),
                          "cuModuleGetFunction");
     if (status != SF_OK) sf_fail_context(status, "kernel %s", rq->kernel_name);
+    if (status == SF_OK) status = read_dynamic_shared(cu, k->module, &k->dynamic_shared);
     if (status == SF_OK) status = fit_to_device(cu, rq, k);
     if (status != SF_OK) cu->ModuleUnload(k->module); /* nothing half-loaded stays behind */
   }

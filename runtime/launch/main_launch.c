@@ -31,7 +31,7 @@ sf_status sf_main_launch_plan(sf_context *ctx, const sf_variant *v, const sf_sca
   sf_status st = sf_kernel_for_variant_entry(ctx, v, main_entry(v, f), &out->kernel, NULL);
   if (st != SF_OK) return st;
   out->block = (unsigned)sf_variant_block_threads(v);
-  st = sf_kernel_check_launch(out->kernel, out->block, 0); /* the block the kernel allows */
+  st = sf_kernel_check_launch(out->kernel, out->block, (size_t)out->kernel->dynamic_shared); /* the block the kernel allows */
   if (st == SF_OK) st = sf_cu_load(&out->cu);
   if (st != SF_OK) return st;
   out->grid_x = (unsigned)((dim + v->channels - 1) / v->channels);

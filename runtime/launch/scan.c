@@ -80,7 +80,7 @@ static sf_status launch_fwd(sf_context *ctx, const sf_scan_fwd_args *r, const sf
       if (st != SF_OK) break;
     }
     st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,
-                                      segments.count > 0 ? (unsigned)segments.count : 1u, block, 1, 1, 0, stream,
+                                      segments.count > 0 ? (unsigned)segments.count : 1u, block, 1, 1, (unsigned)kernel->dynamic_shared, stream,
                                       params, NULL),
                      "cuLaunchKernel(sf_scan_fwd)");
   }

@@ -122,7 +122,7 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
     void *params[] = {&from, &slices, &size, &to};
     int64_t blocks = (size + 255) / 256;
     st = sf_cu_check(cu->LaunchKernel(finalize->function, (unsigned)(blocks < 65535 ? blocks : 65535), 1, 1,
-                                      256, 1, 1, 0, stream, params, NULL),
+                                      256, 1, 1, (unsigned)finalize->dynamic_shared, stream, params, NULL),
                      "cuLaunchKernel(sf_scan_bwd_finalize)");
   }
   sf_status freed = sf_cu_check(cu->MemFreeAsync(plan->workspace, stream), "cuMemFreeAsync");
@@ -280,7 +280,7 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
       if (st != SF_OK) break;
     }
     st = sf_cu_check(cu->LaunchKernel(kernel->function, grid_x, (unsigned)rows,
-                                      segments.count > 0 ? (unsigned)segments.count : 1u, block, 1, 1, 0, stream,
+                                      segments.count > 0 ? (unsigned)segments.count : 1u, block, 1, 1, (unsigned)kernel->dynamic_shared, stream,
                                       params, NULL),
                      "cuLaunchKernel(sf_scan_bwd)");
   }

@@ -62,7 +62,7 @@ sf_status sf_segment_passes_run(const sf_cu *cu, const sf_segment_passes *sp, un
                                 int64_t carry_segments, unsigned block, int64_t dim, int64_t dstate, void **params,
                                 CUstream stream) {
   sf_status st = sf_cu_check(cu->LaunchKernel(sp->carry->function, grid_x, (unsigned)rows, (unsigned)carry_segments,
-                                              block, 1, 1, 0, stream, params, NULL),
+                                              block, 1, 1, (unsigned)sp->carry->dynamic_shared, stream, params, NULL),
                              "cuLaunchKernel(segment carries)");
   if (st != SF_OK) return st;
   /* the combine's maps are the carry pass's segments; its shape as the kernel computes it */
@@ -70,7 +70,7 @@ sf_status sf_segment_passes_run(const sf_cu *cu, const sf_segment_passes *sp, un
   const int64_t pairs = SF_COMBINE_THREADS / runs;
   const int64_t blocks = (dim * dstate + pairs - 1) / pairs;
   return sf_cu_check(cu->LaunchKernel(sp->combine->function, (unsigned)blocks, (unsigned)rows, 1, SF_COMBINE_THREADS,
-                                      1, 1, 0, stream, params, NULL),
+                                      1, 1, (unsigned)sp->combine->dynamic_shared, stream, params, NULL),
                      "cuLaunchKernel(segment carries' combine)");
 }
 

@@ -5,7 +5,7 @@
  * do nothing, events read the host's clock, one device: "Fake GPU", cc 9.0, 132 SMs. A
  * function's static shared memory is read from its cubin's ELF sections, and the blocks an
  * SM holds follow from it as on an H100 (228 KiB an SM, 1 KiB reserved a block); registers
- * are not counted.
+ * are not counted. Module globals are the cubin's object symbols, with their sizes.
  * Nothing it "computes" means anything: only that calls were made in a valid order with
  * valid arguments. $FAKE_CUDA_REPORT set: launches and live allocations printed at exit. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
@@ -104,13 +104,43 @@ enum { MAX_FUNCTIONS = 8 };
 typedef struct fake_function {
   char name[128];
   int shared_bytes;
+  size_t dynamic_bytes; /* what its module declares every launch passes (runtime/cuda/dynamic_shared.h) */
+  int max_dynamic;      /* what a launch may pass: 48 KiB less the static, until opted in to more */
 } fake_function;
 typedef struct fake_module {
   int count;
   fake_function functions[MAX_FUNCTIONS];
   char shared_names[MAX_FUNCTIONS][128]; /* ".nv.shared.<kernel>" sections: kernel and size */
   int shared_sizes[MAX_FUNCTIONS], shared_count;
+  char global_names[MAX_FUNCTIONS][128]; /* object symbols in global memory: name and size */
+  size_t global_sizes[MAX_FUNCTIONS];
+  int global_count;
 } fake_module;
+
+/* The object symbols of an ELF64 cubin in its ".nv.global" sections (the __device__
+ * variables cuModuleGetGlobal finds). */
+static void read_globals(const unsigned char *image, const Elf64_Ehdr *header, fake_module *m) {
+  Elf64_Shdr names;
+  memcpy(&names, image + header->e_shoff + (size_t)header->e_shstrndx * sizeof names, sizeof names);
+  for (int i = 0; i < header->e_shnum; i++) {
+    Elf64_Shdr symtab, strtab;
+    memcpy(&symtab, image + header->e_shoff + (size_t)i * sizeof symtab, sizeof symtab);
+    if (symtab.sh_type != SHT_SYMTAB || symtab.sh_entsize != sizeof(Elf64_Sym)) continue;
+    memcpy(&strtab, image + header->e_shoff + (size_t)symtab.sh_link * sizeof strtab, sizeof strtab);
+    for (size_t k = 0; k < symtab.sh_size / sizeof(Elf64_Sym) && m->global_count < MAX_FUNCTIONS; k++) {
+      Elf64_Sym sym;
+      memcpy(&sym, image + symtab.sh_offset + k * sizeof sym, sizeof sym);
+      if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= header->e_shnum)
+        continue;
+      Elf64_Shdr in;
+      memcpy(&in, image + header->e_shoff + (size_t)sym.st_shndx * sizeof in, sizeof in);
+      if (strncmp((const char *)image + names.sh_offset + in.sh_name, ".nv.global", 10) != 0) continue;
+      snprintf(m->global_names[m->global_count], sizeof m->global_names[0], "%s",
+               (const char *)image + strtab.sh_offset + sym.st_name);
+      m->global_sizes[m->global_count++] = sym.st_size;
+    }
+  }
+}
 
 /* The sizes of the ".nv.shared.<kernel>" sections of an ELF64 cubin (a PTX image has none). */
 static void read_shared_sections(const unsigned char *image, fake_module *m) {
@@ -127,6 +157,7 @@ static void read_shared_sections(const unsigned char *image, fake_module *m) {
     snprintf(m->shared_names[m->shared_count], sizeof m->shared_names[0], "%s", name + 11);
     m->shared_sizes[m->shared_count++] = (int)section.sh_size;
   }
+  read_globals(image, &header, m);
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
@@ -156,8 +187,23 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, cons
   snprintf(f->name, sizeof f->name, "%s", name);
   for (int i = 0; i < m->shared_count; i++)
     if (strcmp(m->shared_names[i], name) == 0) f->shared_bytes = m->shared_sizes[i];
+  for (int i = 0; i < m->global_count; i++)
+    if (strcmp(m->global_names[i], "sf_dynamic_shared_16") == 0) f->dynamic_bytes = m->global_sizes[i] * 16;
+  f->max_dynamic = (48 << 10) - f->shared_bytes;
   *function = (CUfunction)f;
   return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *ptr, size_t *bytes, CUmodule module, const char *name) {
+  static unsigned char storage[64]; /* what a pointer to any global points at: nothing reads it */
+  if (!module || !name) return CUDA_ERROR_INVALID_VALUE;
+  const fake_module *m = (const fake_module *)module;
+  for (int i = 0; i < m->global_count; i++)
+    if (strcmp(m->global_names[i], name) == 0) {
+      if (ptr) *ptr = (CUdeviceptr)(uintptr_t)storage;
+      if (bytes) *bytes = m->global_sizes[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
 }
 CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction function) {
   switch (attribute) {
@@ -166,13 +212,19 @@ CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, 
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 90; break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = function ? ((fake_function *)function)->shared_bytes : 0; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = function ? ((fake_function *)function)->max_dynamic : 0; break;
     default: *value = 0; break;
   }
   return function ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value) {
-  (void)attribute, (void)value;
-  return function ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!function) return CUDA_ERROR_INVALID_HANDLE;
+  fake_function *f = (fake_function *)function;
+  if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value + f->shared_bytes > (227 << 10)) return CUDA_ERROR_INVALID_VALUE;
+    f->max_dynamic = value;
+  }
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction function, int block_size,
                                                              size_t dynamic_shared) {
@@ -183,14 +235,16 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunc
   if (*blocks > 32) *blocks = 32;
   return CUDA_SUCCESS;
 }
-/* Launches are checked against the limits of a real GPU, then counted. */
+/* Launches are checked against the limits of a real GPU, then counted. A kernel launched
+ * with less dynamic shared memory than its module declares would fault: refused here. */
 CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
                                 unsigned int block_x, unsigned int block_y, unsigned int block_z,
                                 unsigned int shared_bytes, CUstream stream, void **params, void **extra) {
   (void)stream, (void)extra;
   if (!function || (!params && !extra) || !grid_x || !grid_y || !grid_z || !block_x || !block_y || !block_z ||
       (unsigned long long)block_x * block_y * block_z > 1024 || grid_y > 65535 || grid_z > 65535 ||
-      shared_bytes > (227u << 10))
+      shared_bytes > (unsigned)((fake_function *)function)->max_dynamic ||
+      shared_bytes < ((fake_function *)function)->dynamic_bytes)
     return CUDA_ERROR_INVALID_VALUE;
   launches++;
   return CUDA_SUCCESS;

@@ -6,6 +6,7 @@
 
 #include "generator/generator.h"
 #include "generator/template_set.h"
+#include "runtime/cuda/dynamic_shared.h"
 #include "scanforge/scanforge.h"
 
 static char *generate(const char *spec) {
@@ -64,22 +65,32 @@ Test(generate, template_rejection_is_an_invalid_argument) {
 }
 
 /* The backward's carry kernel holds the block's staging twice (with and without a
- * segment's state): at N = 64 with 32 lanes, 16 steps and one channel that is 51104 bytes,
- * over the 48 KiB of static shared memory, while the main kernel fits (40912). The template
- * refuses it with its own message instead of leaving NVRTC to fail; a neighbour that fits
- * both (8 steps) is accepted. */
-Test(generate, backward_carry_pass_shared_memory_is_checked) {
+ * segment's state): at N = 64 with 32 lanes, 16 steps and one channel that is 51104 bytes of
+ * static shared memory, over the 48 KiB allowed. Such a variant keeps its arrays in dynamic
+ * shared memory instead, one layout for every entry point (one body's arrays: the main
+ * kernel's 40912 bytes), and declares their size for the loader (runtime/cuda/dynamic_shared.h); a
+ * neighbour that fits (8 steps) stays static and declares none. Above the 227 KiB a block
+ * may have, the template refuses with its own message. */
+Test(generate, backward_shared_memory_above_48k_is_dynamic) {
   sf_variant v;
   cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=64,threads=32,items=16,channels=1,states=1", &v), SF_OK);
   char *source = NULL;
   size_t length;
-  cr_expect_eq(sf_generate(&v, &source, &length), SF_EINVAL);
-  cr_expect(strstr(sf_last_error(), "51104 bytes") != NULL && strstr(sf_last_error(), "carry pass") != NULL,
-            "got: %s", sf_last_error());
-  cr_expect_null(source);
-  v.items = 8;
-  cr_expect_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
+  const int dynamic = sf_source_dynamic_shared(source);
+  cr_expect_eq(dynamic, 40912, "declared %d bytes", dynamic);
+  cr_expect(strstr(source, "extern __shared__") != NULL);
   free(source);
+  v.items = 8;
+  cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
+  cr_expect_eq(sf_source_dynamic_shared(source), 0);
+  cr_expect_null(strstr(source, "extern __shared__"));
+  free(source);
+  source = NULL;
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=128,threads=4,items=16,channels=16,states=1", &v), SF_OK);
+  cr_expect_eq(sf_generate(&v, &source, &length), SF_EINVAL);
+  cr_expect(strstr(sf_last_error(), "at most 232448 allowed") != NULL, "got: %s", sf_last_error());
+  cr_expect_null(source);
 }
 
 Test(generate, template_set_hash_is_stable) {

@@ -257,6 +257,27 @@ Test(bwd_gpu, block_states, .init = gpu_setup, .fini = gpu_teardown, .timeout = 
   }
 }
 
+/* Launches whose arrays exceed 48 KB of static shared memory keep them in dynamic shared
+ * memory (docs/design-dynamic-shared.md): N = 128 with 8 steps and 4 channels a block (94784
+ * bytes in bf16), N = 64 with 16 steps (its carry pass alone was over), N = 16 with 16 steps
+ * and 16 channels; on (2, 64, L) (segments walked in parallel, so the carry pass runs too),
+ * every dtype and flag set, the default interval and block states, some calls
+ * deterministic; then one call that fills the GPU. */
+Test(bwd_gpu, dynamic_shared_memory_layouts, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
+  gpu_skip_without_device();
+  static const spec_case cases[] = {
+      {128, "split=state,threads=32,items=8,channels=4,states=4", 0},
+      {128, "split=state,threads=32,items=8,channels=4,states=2", 8},
+      {64, "split=state,threads=32,items=16,channels=1,states=1", 0},
+      {16, "split=state,threads=4,items=16,channels=16,states=1", 0},
+      {16, "split=state,threads=4,items=16,channels=16,states=2", 16}};
+  check_spec_cases(cases, sizeof cases / sizeof cases[0], sizeof flag_sets / sizeof flag_sets[0], 4, 6600);
+  sf_check_shape shape = {.batch = 2, .dim = 512, .seqlen = 2048, .dstate = 128, .groups = 1,
+                          .dtype = SF_BF16, .z = true, .D = true, .delta_bias = true,
+                          .softplus = true, .h0 = true, .d_last_state = true};
+  expect_check_passes(&shape, "split=state,threads=32,items=8,channels=4,minblocks=2", 6700, "2x512x2048 N=128");
+}
+
 /* Segments from one block of steps to a whole state interval ($SCANFORGE_MIN_SEGMENT
  * bounds the runtime's choice from below; few channels make it go there): a segment
  * starts from the saved state before its interval and the carries of the segments before

@@ -155,6 +155,22 @@ Test(launch_plan_fake, a_planned_spec_takes_the_twins_a_plain_spec_does_not, .in
   cr_expect_gt(twinned, 0, "some of these rows take a twin on this GPU, so the test tells the two apart");
 }
 
+/* A launch whose arrays exceed 48 KB (a backward of 32 lanes x 8 steps x 4 channels at
+ * N = 128 needs 94784 bytes): the module says so, the loader reads it, and the blocks an SM
+ * count it (228 KiB an SM, 1 KiB reserved a block: 2); one of 4 steps stays static. */
+Test(launch_plan_fake, dynamic_shared_memory_is_read_from_the_module_and_counted, .init = setup, .fini = teardown,
+     .timeout = 300) {
+  sf_scan_bwd_args args = training_call(2, 512);
+  args.fwd.dstate = 128;
+  sf_launch_shape big, small;
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "split=state,threads=32,items=8,channels=4"}, &big),
+               SF_OK, "%s", sf_last_error());
+  cr_expect_eq(big.blocks_per_sm, (228 << 10) / (94784 + 1024), "blocks an SM with 94784 bytes of dynamic shared memory");
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "split=state,threads=32,items=4,channels=4"}, &small),
+               SF_OK, "%s", sf_last_error());
+  cr_expect_gt(small.blocks_per_sm, big.blocks_per_sm, "the static layout of 4 steps (42880 bytes) holds more");
+}
+
 /* A forward of (batch, dim, L, N) in bf16 with every optional input but h0; never read. */
 static sf_scan_fwd_args forward_call(int64_t batch, int64_t dim, int64_t seqlen, int dstate) {
   static _Alignas(16) float never_read[4];
