@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "generator/generator.h"
 #include "runtime/launch_config/heuristics.h"
+#include "runtime/launch_config/select.h"
 
 static int64_t next_pow2(int64_t x) {
   int64_t p = 1;
@@ -18,9 +19,11 @@ static int64_t next_pow2(int64_t x) {
 /* The heuristics' choice for the request (what the runtime runs untuned). */
 static sf_variant heuristic_default(const sf_tune_request *r) {
   sf_variant v = r->variant;
-  if (v.op == SF_OP_BWD)
+  if (v.op == SF_OP_BWD) {
     sf_heuristic_configure_bwd(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
-  else
+    sf_heuristic_large_shared_bwd(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen,
+                                  sf_current_device_shared_optin());
+  } else
     sf_heuristic_configure(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
   return v;
 }

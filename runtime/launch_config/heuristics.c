@@ -230,6 +230,28 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   v->channels = channels;
 }
 
+/* The H100's tuning on the launches dynamic shared memory opened (docs/perf.md v20), at the
+ * default interval: (2,512,2048,128,z) bf16 16/8/8 capped at 2 blocks an SM, 879.6 us
+ * against 1270.3 for 32/4/4; (4,1024,2048,64,z) bf16 8/8/16, 1220.1 against 1560.9;
+ * (1,512,2048,256) fp32 32/4/8 capped at 2, 899.4 against 1580.4 for split=time. */
+void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
+                                   int shared_optin) {
+  const int N = v->dstate;
+  const int64_t per_group = groups > 0 ? dim / groups : dim;
+  if (v->op != SF_OP_BWD || shared_optin < SF_BWD_LARGE_SHARED_MIN || seqlen < 1024 ||
+      (N != 64 && N != 128 && N != 256))
+    return;
+  const int channels = N == 64 ? 16 : 8;
+  if (per_group % channels != 0) return;
+  (void)batch;
+  v->split_states = true;
+  v->threads = N / 8;
+  v->items = N == 256 ? 4 : 8;
+  v->channels = channels;
+  v->states = 1;
+  v->min_blocks = N == 64 ? 0 : 2;
+}
+
 /* Whether a split=state backward can run twice its lanes a channel, each lane keeping at
  * least SF_BWD_TWIN_MIN_STATES states (the condition both twins share). */
 static bool lanes_can_double(const sf_variant *v) {

@@ -16,6 +16,16 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
  * block's channels share their B and C rows. */
 void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen);
 
+/* On a GPU whose blocks may opt in to at least SF_BWD_LARGE_SHARED_MIN bytes of shared
+ * memory (`shared_optin`, the device's figure; H100, H200), a backward at N = 64, 128 or
+ * 256 over 1024 steps or more takes a launch whose arrays exceed 48 KB
+ * (docs/design-dynamic-shared.md) in place of what sf_heuristic_configure_bwd chose:
+ * 8 states a lane, blocks of 8 steps (4 at N = 256), 16 channels a block at N = 64 and 8
+ * above. Nothing changes elsewhere, or when the channels of a group do not divide. */
+#define SF_BWD_LARGE_SHARED_MIN (200 << 10)
+void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
+                                   int shared_optin);
+
 /* The forward's launch plan may halve a chosen split=state launch's items, down to this many,
  * when that saves a wave (fit_items, runtime/launch/scan.c); the default grid holds those twins. */
 #define SF_FWD_FIT_MIN_ITEMS 8

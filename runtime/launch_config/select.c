@@ -138,13 +138,37 @@ static const sf_tune_table *current_table(void) {
   return atomic_load_explicit(&tables[device], memory_order_relaxed);
 }
 
+/* The shared memory a block may opt in to on the calling thread's device (0 when unknown),
+ * read once per device: the heuristics' large-state backward launches need it. */
+static atomic_int shared_optin[SF_MAX_DEVICES]; /* the figure + 1; 0: not read yet */
+
+int sf_current_device_shared_optin(void) {
+  const sf_cu *cu;
+  if (sf_cu_load(&cu) != SF_OK) return 0;
+  CUcontext context = NULL;
+  CUdevice device = 0;
+  if (cu->CtxGetCurrent(&context) != CUDA_SUCCESS) return 0;
+  if (context ? cu->CtxGetDevice(&device) != CUDA_SUCCESS : cu->DeviceGet(&device, 0) != CUDA_SUCCESS) return 0;
+  if (device < 0 || device >= SF_MAX_DEVICES) return 0;
+  int known = atomic_load_explicit(&shared_optin[device], memory_order_relaxed);
+  if (known == 0) {
+    int bytes = 0;
+    if (cu->DeviceGetAttribute(&bytes, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device) != CUDA_SUCCESS)
+      bytes = 0;
+    known = bytes + 1;
+    atomic_store_explicit(&shared_optin[device], known, memory_order_relaxed);
+  }
+  return known - 1;
+}
+
 /* ---- the choice ------------------------------------------------------------------------------ */
 
 void sf_tune_configure(sf_variant *v, bool block_states, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                        const sf_launch *launch) {
-  if (v->op == SF_OP_BWD)
+  if (v->op == SF_OP_BWD) {
     sf_heuristic_configure_bwd(v, batch, dim, groups, seqlen);
-  else
+    sf_heuristic_large_shared_bwd(v, batch, dim, groups, seqlen, sf_current_device_shared_optin());
+  } else
     sf_heuristic_configure(v, batch, dim, groups, seqlen);
   if (launch && launch->untuned) return;
   pthread_once(&load_once, load);

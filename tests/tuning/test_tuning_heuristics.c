@@ -86,3 +86,48 @@ Test(tuning_heuristics, spread_twin_doubles_the_lanes_within_its_limits) {
   forward.op = SF_OP_FWD;
   cr_expect_not(sf_bwd_spread_twin(&forward, 6, &twin));
 }
+
+/* The backward's launches above 48 KB (sf_heuristic_large_shared_bwd): on a GPU whose
+ * blocks may opt in to 227 KB (H100, H200), N = 64, 128, 256 over 1024 steps or more take 8
+ * states a lane (16 channels a block at N = 64, 8 above; 4 steps at N = 256), in every dtype,
+ * gated or not, one group or two, and the template takes each; with 163 KB (A100), at
+ * N = 32, over 512 steps, for a forward, or when 8 channels do not divide a group, the
+ * heuristics' choice stands. */
+Test(tuning_heuristics, large_states_take_dynamic_shared_memory_where_the_gpu_allows) {
+  static const struct { int dstate; int64_t batch, dim; int threads, items, channels, min_blocks; } cases[] = {
+      {64, 4, 1024, 8, 8, 16, 0}, {128, 2, 512, 16, 8, 8, 2}, {256, 1, 512, 32, 4, 8, 2}};
+  int generated = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+      for (int gated = 0; gated < 2; gated++)
+        for (int groups = 1; groups <= 2; groups++) {
+          sf_variant v = sf_variant_default();
+          v.op = SF_OP_BWD, v.dstate = cases[k].dstate, v.dtype = dtypes[t], v.has_z = gated;
+          sf_heuristic_configure_bwd(&v, cases[k].batch, cases[k].dim, groups, 2048);
+          sf_variant unchanged = v;
+          sf_heuristic_large_shared_bwd(&unchanged, cases[k].batch, cases[k].dim, groups, 2048, 163 << 10);
+          cr_expect(sf_variant_same(&unchanged, &v), "N = %d: 163 KB changes nothing", cases[k].dstate);
+          sf_heuristic_large_shared_bwd(&v, cases[k].batch, cases[k].dim, groups, 2048, 227 << 10);
+          cr_expect(v.split_states && v.threads == cases[k].threads && v.items == cases[k].items &&
+                        v.channels == cases[k].channels && v.min_blocks == cases[k].min_blocks && v.states == 1,
+                    "N = %d: got %s %d/%d/%d +b%d", cases[k].dstate, v.split_states ? "state" : "time", v.threads,
+                    v.items, v.channels, v.min_blocks);
+          char *source = NULL;
+          size_t length = 0;
+          cr_expect_eq(sf_generate(&v, &source, &length), SF_OK, "N = %d: %s", cases[k].dstate, sf_last_error());
+          generated += source != NULL;
+          free(source);
+        }
+  cr_expect_eq(generated, 3 * 3 * 2 * 2);
+  static const struct { int dstate; int64_t dim, seqlen; sf_op op; } untouched[] = {
+      {32, 1024, 2048, SF_OP_BWD}, {128, 512, 512, SF_OP_BWD}, {128, 12, 2048, SF_OP_BWD}, {128, 512, 2048, SF_OP_FWD}};
+  for (size_t k = 0; k < sizeof untouched / sizeof untouched[0]; k++) {
+    sf_variant v = sf_variant_default();
+    v.op = untouched[k].op, v.dstate = untouched[k].dstate;
+    if (v.op == SF_OP_BWD) sf_heuristic_configure_bwd(&v, 2, untouched[k].dim, 1, untouched[k].seqlen);
+    else sf_heuristic_configure(&v, 2, untouched[k].dim, 1, untouched[k].seqlen);
+    sf_variant after = v;
+    sf_heuristic_large_shared_bwd(&after, 2, untouched[k].dim, 1, untouched[k].seqlen, 227 << 10);
+    cr_expect(sf_variant_same(&after, &v), "case %zu: unchanged", k);
+  }
+}
