@@ -24,8 +24,8 @@ typedef struct sf_kernel {
   int local_bytes;           /* per thread: spills and stack */
   int max_threads_per_block; /* the most a launch may use, given its registers */
   int max_dynamic_shared;    /* bytes of dynamic shared memory a launch may ask for */
-  int dynamic_shared;        /* bytes of dynamic shared memory every launch passes: the module's
-                                sf_dynamic_shared_bytes, 0 when it has none */
+  int dynamic_shared;        /* bytes of dynamic shared memory every launch passes, as its module
+                                declares them (runtime/cuda/dynamic_shared.h); 0 when it does not */
   int blocks_per_sm;         /* blocks of the request's block_threads an SM holds at once (0: unknown) */
   int binary_version;        /* 90 for an sm_90 binary */
   int ptx_version;           /* PTX ISA the binary came from, 0 if unknown */

@@ -79,8 +79,9 @@ static sf_status device_attribute(const sf_cu *cu, CUdevice device, CUdevice_att
 }
 
 /* The dynamic shared memory every launch of the module's kernels passes, 0 when the module
- * defines no SF_DYNAMIC_SHARED_SYMBOL (runtime/cuda/dynamic_shared.h). The figure is the symbol's size, so reading it copies
- * nothing: a load never waits on a stream, nor breaks a stream capture. */
+ * defines no SF_DYNAMIC_SHARED_SYMBOL (runtime/cuda/dynamic_shared.h). The figure is the
+ * symbol's size, so reading it copies nothing: a load never waits on a stream, nor breaks
+ * a stream capture. */
 static sf_status read_dynamic_shared(const sf_cu *cu, CUmodule module, int *bytes) {
   CUdeviceptr at;
   size_t size;

@@ -9,6 +9,7 @@
 
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/dynamic_shared.h"
 #include "base/error.h"
 #include "runtime/cuda/kernel_table.h"
 #include "runtime/cuda/memory_kind.h"
@@ -433,4 +434,16 @@ Test(module, get_checks_its_arguments_before_the_driver) {
   cr_expect_eq(sf_module_get(NULL, &rq, &k), SF_EINVAL);
   cr_expect_eq(sf_module_get(table, NULL, &k), SF_EINVAL);
   sf_module_table_destroy(table);
+}
+
+/* ---- a module's dynamic shared memory, as its source declares it -------------------- */
+
+Test(dynamic_shared, read_from_the_declaration_else_zero) {
+  cr_expect_eq(sf_source_dynamic_shared("extern \"C\" { __device__ unsigned char sf_dynamic_shared_16[5924]; }"),
+               5924 * 16);
+  cr_expect_eq(sf_source_dynamic_shared("__global__ void k() {}"), 0, "no declaration");
+  cr_expect_eq(sf_source_dynamic_shared("sf_dynamic_shared_16[]"), 0, "no size");
+  cr_expect_eq(sf_source_dynamic_shared("sf_dynamic_shared_16[12x]"), 0, "not a number");
+  cr_expect_eq(sf_source_dynamic_shared("sf_dynamic_shared_16[-4]"), 0, "negative");
+  cr_expect_eq(sf_source_dynamic_shared(NULL), 0);
 }
