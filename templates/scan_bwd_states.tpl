@@ -60,9 +60,6 @@
 @ -- shared arrays written by every lane at once: strides that spread the writes over banks
 @ local part_row, part_slot = common.vector_row_strides(LN, LN, TB, Q, R) -- written 16 bytes at a time
 @ local red_row, red_slot = common.spread_strides(LN, 1, N, TB, 4) -- 16-byte rows for the sums
-@ -- shared memory: the staging (stages, step values, fp32 B and C, copy tasks), which the carry pass uses too, and the sums
-@ local staging_bytes = 2 * stage_bytes + 3 * CH * (TB + 4) * 4 + converted * N * (TB + 4) * 4
-@   + ((var_rows + CH * (variant.z and 4 or 3)) * (TB // EPC) + BLOCK - 1) // BLOCK * BLOCK * 8 -- copy tasks
 @ -- pairs: neighbouring channels (slots 2k, 2k + 1) add their dB and dC terms with one
 @ -- shuffle before the store; slot 2k keeps the pair's dB, slot 2k + 1 its dC, so one array
 @ -- of the sums' size holds both (half their shared memory, for more blocks an SM).
@@ -73,9 +70,27 @@
 @ if pairs and (CH % 2 ~= 0 or LN >= 32) then
 @   reject("pairs", string.format("pairs=1 needs an even number of channels with two or more in a warp, got channels=%d of %d lanes", CH, LN))
 @ end
-@ local red_arrays = pairs and 1 or ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0))
-@ local part_bytes = lane_pair and 0 or parts * CH * part_slot * 4
-@ local body_bytes = staging_bytes + part_bytes + red_arrays * CH * red_slot * 4
+@ -- The block's shared arrays, in the order they are declared: the staging (stages, step
+@ -- values, fp32 B and C, and stage_tasks.tpl's copy table, which declares itself), which
+@ -- the carry pass uses too, and the sums.
+@ local tasks_per_thread = ((var_rows + CH * (variant.z and 4 or 3)) * (TB // EPC) + BLOCK - 1) // BLOCK
+@ local shared_arrays = {}
+@ local function array(type, name, dims, bytes, staging, what)
+@   table.insert(shared_arrays, { type = type, name = name, dims = dims, bytes = bytes, staging = staging, what = what })
+@ end
+@ array("stage_t", "stages", "[2]", 2 * stage_bytes, true, "the staged inputs, two time blocks")
+@ array("float", "steps", string.format("[3][%d][%d]", CH, TB + 4), 3 * CH * (TB + 4) * 4, true, "the channel's per-step values, each computed once by the lane that owns the step: dt, dt*u, g (dout times the gate)")
+@ if not lane_pair then array("float", "part", string.format("[%d][%d]", parts, CH * part_slot), parts * CH * part_slot * 4, false, "each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y)") end
+@ if pairs then array("float", "red_BC", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "a pair's dB terms in its even slot, dC in its odd one") end
+@ if not pairs and variant.B_var then array("float", "red_B", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dB terms, summed over the block") end
+@ if not pairs and variant.C_var then array("float", "red_C", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dC terms, summed over the block") end
+@ if converted > 0 then array("float", "BC_f32", string.format("[%d][%d][%d]", converted, N, TB + 4), converted * N * (TB + 4) * 4, true, "B and C of the block converted to fp32 once, for every channel of the block") end
+@ array("const elem_t *", "task_src", string.format("[%d][%d]", tasks_per_thread, BLOCK), tasks_per_thread * BLOCK * 8, true, "stage_tasks.tpl's copy table")
+@ local staging_bytes, body_bytes = 0, 0
+@ for _, a in ipairs(shared_arrays) do
+@   body_bytes = body_bytes + a.bytes
+@   if a.staging then staging_bytes = staging_bytes + a.bytes end
+@ end
 @ local smem_bytes = math.max(body_bytes, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
 @ -- Above 48 KB of static shared memory the arrays move to dynamic shared memory, in one
 @ -- layout that every entry point shares (so the carry pass needs one body's arrays), and
@@ -172,20 +187,6 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
 @ end
 }
 
-@ -- the block's arrays (the static declarations in scan_bwd_body name the same), and the
-@ -- copy table of stage_tasks.tpl: each 16-byte aligned
-@ local tasks_per_thread = ((var_rows + CH * (variant.z and 4 or 3)) * (TB // EPC) + BLOCK - 1) // BLOCK
-@ local shared_arrays = {
-@   { type = "stage_t", name = "stages", dims = "[2]", bytes = 2 * stage_bytes },
-@   { type = "float", name = "steps", dims = string.format("[3][%d][%d]", CH, TB + 4), bytes = 3 * CH * (TB + 4) * 4 },
-@ }
-@ local function array(name, dims, bytes) table.insert(shared_arrays, { type = "float", name = name, dims = dims, bytes = bytes }) end
-@ if not lane_pair then array("part", string.format("[%d][%d]", parts, CH * part_slot), part_bytes) end
-@ if pairs then array("red_BC", string.format("[%d]", CH * red_slot), CH * red_slot * 4) end
-@ if not pairs and variant.B_var then array("red_B", string.format("[%d]", CH * red_slot), CH * red_slot * 4) end
-@ if not pairs and variant.C_var then array("red_C", string.format("[%d]", CH * red_slot), CH * red_slot * 4) end
-@ if converted > 0 then array("BC_f32", string.format("[%d][%d][%d]", converted, N, TB + 4), converted * N * (TB + 4) * 4) end
-@ table.insert(shared_arrays, { type = "const elem_t *", name = "task_src", dims = string.format("[%d][%d]", tasks_per_thread, BLOCK), bytes = tasks_per_thread * BLOCK * 8 })
 @ if dynamic then
 @   local total = 0
 @   for _, a in ipairs(shared_arrays) do total = total + (a.bytes + 15) // 16 * 16 end
@@ -217,32 +218,16 @@ template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES, bool WORDS> __device_
   /* the block's arrays in dynamic shared memory (above 48 KB: docs/design-dynamic-shared.md) */
   bwd_shared_t &shared = *reinterpret_cast<bwd_shared_t *>(sf_dynamic_smem);
 @   for _, a in ipairs(shared_arrays) do
-@     if a.name ~= "task_src" then -- stage_tasks.tpl names that one
+@     if a.name ~= "task_src" then -- stage_tasks.tpl binds that one
   $(a.type) (&$(a.name))$(a.dims) = shared.$(a.name);
 @     end
 @   end
 @ else
-  __shared__ __align__(16) stage_t stages[2];
-  /* the channel's per-step values, each computed once by the lane that owns the step */
-  __shared__ __align__(16) float steps[3][$(CH)][$(TB + 4)]; /* dt, dt*u, g (dout times the gate) */
-@ if not lane_pair then
-  /* each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y) */
-  __shared__ __align__(16) float part[$(parts)][$(CH * part_slot)];
-@ end
-@ if pairs then
-  __shared__ __align__(16) float red_BC[$(CH * red_slot)]; /* a pair's dB terms in its even slot, dC in its odd one */
-@ else
-@   if variant.B_var then
-  __shared__ __align__(16) float red_B[$(CH * red_slot)]; /* each channel's dB terms, summed over the block */
+@   for _, a in ipairs(shared_arrays) do
+@     if a.name ~= "task_src" then -- stage_tasks.tpl declares that one
+  __shared__ __align__(16) $(a.type) $(a.name)$(a.dims); /* $(a.what) */
+@     end
 @   end
-@   if variant.C_var then
-  __shared__ __align__(16) float red_C[$(CH * red_slot)];
-@   end
-@ end
-@ if converted > 0 then
-  /* B and C of the block converted to fp32 once, for every channel of the block */
-  __shared__ __align__(16) float BC_f32[$(converted)][$(N)][$(TB + 4)];
-@ end
 @ end
   const sf_fwd_params &f = p.f;
   const int lane = threadIdx.x % $(LN);

@@ -117,61 +117,75 @@ static sf_tune_table *build_table(int ordinal) {
   return table;
 }
 
-/* The table of the calling thread's device; NULL when there is none or nothing is tuned. */
-static const sf_tune_table *current_table(void) {
+/* The calling thread's device: its current context's, else device 0 (has_context false).
+ * False when there is no driver or no such device. */
+typedef struct calling_device {
   const sf_cu *cu;
-  if (sf_cu_load(&cu) != SF_OK) return NULL;
+  CUdevice device;
+  bool has_context;
+} calling_device;
+
+static bool find_calling_device(calling_device *d) {
+  if (sf_cu_load(&d->cu) != SF_OK) return false;
   CUcontext context = NULL;
-  CUdevice device = 0;
-  if (cu->CtxGetCurrent(&context) != CUDA_SUCCESS) return NULL;
-  if (context ? cu->CtxGetDevice(&device) != CUDA_SUCCESS : cu->DeviceGet(&device, 0) != CUDA_SUCCESS)
-    return NULL;
-  if (device < 0 || device >= SF_MAX_DEVICES) return NULL;
-  if (!atomic_load_explicit(&built[device], memory_order_acquire)) {
+  d->device = 0;
+  if (d->cu->CtxGetCurrent(&context) != CUDA_SUCCESS) return false;
+  d->has_context = context != NULL;
+  if (context ? d->cu->CtxGetDevice(&d->device) != CUDA_SUCCESS : d->cu->DeviceGet(&d->device, 0) != CUDA_SUCCESS)
+    return false;
+  return d->device >= 0 && d->device < SF_MAX_DEVICES;
+}
+
+/* The device's table; NULL when nothing is tuned for it. */
+static const sf_tune_table *table_of(const calling_device *d) {
+  if (!atomic_load_explicit(&built[d->device], memory_order_acquire)) {
     pthread_mutex_lock(&build_lock);
-    if (!atomic_load_explicit(&built[device], memory_order_relaxed)) {
-      atomic_store_explicit(&tables[device], build_table(context ? -1 : 0), memory_order_relaxed);
-      atomic_store_explicit(&built[device], 1, memory_order_release);
+    if (!atomic_load_explicit(&built[d->device], memory_order_relaxed)) {
+      atomic_store_explicit(&tables[d->device], build_table(d->has_context ? -1 : 0), memory_order_relaxed);
+      atomic_store_explicit(&built[d->device], 1, memory_order_release);
     }
     pthread_mutex_unlock(&build_lock);
   }
-  return atomic_load_explicit(&tables[device], memory_order_relaxed);
+  return atomic_load_explicit(&tables[d->device], memory_order_relaxed);
 }
 
-/* The shared memory a block may opt in to on the calling thread's device (0 when unknown),
- * read once per device: the heuristics' large-state backward launches need it. */
+/* The shared memory a block may opt in to on the device (0 when unknown), read once per
+ * device: the heuristics' large-state backward launches need it. */
 static atomic_int shared_optin[SF_MAX_DEVICES]; /* the figure + 1; 0: not read yet */
 
-int sf_current_device_shared_optin(void) {
-  const sf_cu *cu;
-  if (sf_cu_load(&cu) != SF_OK) return 0;
-  CUcontext context = NULL;
-  CUdevice device = 0;
-  if (cu->CtxGetCurrent(&context) != CUDA_SUCCESS) return 0;
-  if (context ? cu->CtxGetDevice(&device) != CUDA_SUCCESS : cu->DeviceGet(&device, 0) != CUDA_SUCCESS) return 0;
-  if (device < 0 || device >= SF_MAX_DEVICES) return 0;
-  int known = atomic_load_explicit(&shared_optin[device], memory_order_relaxed);
+static int shared_optin_of(const calling_device *d) {
+  int known = atomic_load_explicit(&shared_optin[d->device], memory_order_relaxed);
   if (known == 0) {
     int bytes = 0;
-    if (cu->DeviceGetAttribute(&bytes, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device) != CUDA_SUCCESS)
+    if (d->cu->DeviceGetAttribute(&bytes, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->device) !=
+        CUDA_SUCCESS)
       bytes = 0;
     known = bytes + 1;
-    atomic_store_explicit(&shared_optin[device], known, memory_order_relaxed);
+    atomic_store_explicit(&shared_optin[d->device], known, memory_order_relaxed);
   }
   return known - 1;
+}
+
+int sf_current_device_shared_optin(void) {
+  calling_device d;
+  return find_calling_device(&d) ? shared_optin_of(&d) : 0;
 }
 
 /* ---- the choice ------------------------------------------------------------------------------ */
 
 void sf_tune_configure(sf_variant *v, bool block_states, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                        const sf_launch *launch) {
+  calling_device d;
+  int found = -1; /* whether d is the calling device; -1: not looked up yet (a forward needs it only tuned) */
   if (v->op == SF_OP_BWD) {
+    found = find_calling_device(&d);
     sf_heuristic_configure_bwd(v, batch, dim, groups, seqlen);
-    sf_heuristic_large_shared_bwd(v, batch, dim, groups, seqlen, sf_current_device_shared_optin());
+    sf_heuristic_large_shared_bwd(v, batch, dim, groups, seqlen, found ? shared_optin_of(&d) : 0);
   } else
     sf_heuristic_configure(v, batch, dim, groups, seqlen);
   if (launch && launch->untuned) return;
   pthread_once(&load_once, load);
   if (disabled || (user_db.count == 0 && defaults_db.count == 0)) return;
-  sf_tune_table_lookup(current_table(), v, block_states, batch, dim, groups, seqlen);
+  if (found < 0) found = find_calling_device(&d);
+  sf_tune_table_lookup(found ? table_of(&d) : NULL, v, block_states, batch, dim, groups, seqlen);
 }
