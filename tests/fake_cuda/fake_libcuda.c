@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/cuda/dynamic_shared.h" /* the convention only: this library links nothing of scanforge */
+
 enum { MAX_ALLOC = 64 << 20 };
 
 static __thread CUcontext current;
@@ -188,7 +190,8 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, cons
   for (int i = 0; i < m->shared_count; i++)
     if (strcmp(m->shared_names[i], name) == 0) f->shared_bytes = m->shared_sizes[i];
   for (int i = 0; i < m->global_count; i++)
-    if (strcmp(m->global_names[i], "sf_dynamic_shared_16") == 0) f->dynamic_bytes = m->global_sizes[i] * 16;
+    if (strcmp(m->global_names[i], SF_DYNAMIC_SHARED_SYMBOL) == 0)
+      f->dynamic_bytes = m->global_sizes[i] * SF_DYNAMIC_SHARED_UNIT;
   f->max_dynamic = (48 << 10) - f->shared_bytes;
   *function = (CUfunction)f;
   return CUDA_SUCCESS;
