@@ -74,9 +74,10 @@
 @ -- values, fp32 B and C, and stage_tasks.tpl's copy table, which declares itself), which
 @ -- the carry pass uses too, and the sums.
 @ local tasks_per_thread = ((var_rows + CH * (variant.z and 4 or 3)) * (TB // EPC) + BLOCK - 1) // BLOCK
-@ local shared_arrays = {}
+@ local shared_layout = import("shared_layout")
+@ local shared_arrays = shared_layout.new()
 @ local function array(type, name, dims, bytes, staging, what)
-@   table.insert(shared_arrays, { type = type, name = name, dims = dims, bytes = bytes, staging = staging, what = what })
+@   shared_layout.add(shared_arrays, { type = type, name = name, dims = dims, bytes = bytes, staging = staging, what = what })
 @ end
 @ array("stage_t", "stages", "[2]", 2 * stage_bytes, true, "the staged inputs, two time blocks")
 @ array("float", "steps", string.format("[3][%d][%d]", CH, TB + 4), 3 * CH * (TB + 4) * 4, true, "the channel's per-step values, each computed once by the lane that owns the step: dt, dt*u, g (dout times the gate)")
@@ -86,19 +87,15 @@
 @ if not pairs and variant.C_var then array("float", "red_C", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dC terms, summed over the block") end
 @ if converted > 0 then array("float", "BC_f32", string.format("[%d][%d][%d]", converted, N, TB + 4), converted * N * (TB + 4) * 4, true, "B and C of the block converted to fp32 once, for every channel of the block") end
 @ array("const elem_t *", "task_src", string.format("[%d][%d]", tasks_per_thread, BLOCK), tasks_per_thread * BLOCK * 8, true, "stage_tasks.tpl's copy table")
-@ local staging_bytes, body_bytes = 0, 0
-@ for _, a in ipairs(shared_arrays) do
-@   body_bytes = body_bytes + a.bytes
-@   if a.staging then staging_bytes = staging_bytes + a.bytes end
-@ end
+@ local body_bytes = shared_layout.bytes(shared_arrays)
+@ local staging_bytes = shared_layout.bytes(shared_arrays, function(a) return a.staging end)
 @ local smem_bytes = math.max(body_bytes, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
 @ -- Above 48 KB of static shared memory the arrays move to dynamic shared memory, in one
 @ -- layout that every entry point shares (so the carry pass needs one body's arrays), and
 @ -- the module tells the runtime its size (docs/design-dynamic-shared.md).
-@ local dynamic = smem_bytes > 48 * 1024
-@ local MAX_DYNAMIC = 227 * 1024 -- the most a block may opt in to (sm_90); smaller GPUs refuse at load
-@ if dynamic and body_bytes > MAX_DYNAMIC then
-@   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most %d allowed", N, CH, TB, body_bytes, MAX_DYNAMIC))
+@ local dynamic = smem_bytes > shared_layout.STATIC_MAX
+@ if dynamic and body_bytes > shared_layout.DYNAMIC_MAX then
+@   reject("channels", string.format("split=state backward with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most %d allowed", N, CH, TB, body_bytes, shared_layout.DYNAMIC_MAX))
 @ end
 @ run_lengths = { Q }
 @ include("kernel_params.h")
@@ -188,19 +185,7 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
 }
 
 @ if dynamic then
-@   local total = 0
-@   for _, a in ipairs(shared_arrays) do total = total + (a.bytes + 15) // 16 * 16 end
-/* Every entry point's arrays, in dynamic shared memory. Each launch passes their size,
- * which the runtime reads from the module as the size of sf_dynamic_shared_16 (in bytes,
- * times 16: runtime/cuda/dynamic_shared.h) when it loads it. */
-struct bwd_shared_t {
-@   for _, a in ipairs(shared_arrays) do
-  __align__(16) $(a.type) $(a.name)$(a.dims);
-@   end
-};
-static_assert(sizeof(bwd_shared_t) == $(total), "the template's count of the arrays' bytes");
-extern __shared__ __align__(16) unsigned char sf_dynamic_smem[];
-extern "C" { __device__ unsigned char sf_dynamic_shared_16[$(total // 16)]; }
+$(shared_layout.module_declarations(shared_arrays, "bwd_shared_t"))
 
 @ end
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
@@ -214,21 +199,8 @@ extern "C" { __device__ unsigned char sf_dynamic_shared_16[$(total // 16)]; }
  * not all start on a 16-byte boundary are staged in 4-byte pieces where they can be
  * (stage_copy.tpl, docs/design-row-alignment.md). */
 template <bool CARRY, bool CARRY_STATE, bool BLOCK_STATES, bool WORDS> __device__ __forceinline__ void scan_bwd_body(const sf_bwd_params &p) {
-@ if dynamic then
-  /* the block's arrays in dynamic shared memory (above 48 KB: docs/design-dynamic-shared.md) */
-  bwd_shared_t &shared = *reinterpret_cast<bwd_shared_t *>(sf_dynamic_smem);
-@   for _, a in ipairs(shared_arrays) do
-@     if a.name ~= "task_src" then -- stage_tasks.tpl binds that one
-  $(a.type) (&$(a.name))$(a.dims) = shared.$(a.name);
-@     end
-@   end
-@ else
-@   for _, a in ipairs(shared_arrays) do
-@     if a.name ~= "task_src" then -- stage_tasks.tpl declares that one
-  __shared__ __align__(16) $(a.type) $(a.name)$(a.dims); /* $(a.what) */
-@     end
-@   end
-@ end
+@ -- (stage_tasks.tpl declares or binds the copy table, task_src)
+$(shared_layout.body_declarations(shared_arrays, "bwd_shared_t", dynamic, { task_src = true }, "  "))
   const sf_fwd_params &f = p.f;
   const int lane = threadIdx.x % $(LN);
   const int slot = threadIdx.x / $(LN);

@@ -31,10 +31,24 @@
 @ local seq_rows = CH * (variant.z and 3 or 2)
 @ local stage_bytes = (var_rows + seq_rows) * TBP * size
 @ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
-@ local smem_bytes = 2 * stage_bytes + (2 + LN) * CH * (TB + 4) * 4 + converted * N * (TB + 4) * 4
-@   + ((var_rows + seq_rows) * (TB // EPC) + BLOCK - 1) // BLOCK * BLOCK * 8
-@ if smem_bytes > 48 * 1024 then
-@   reject("channels", string.format("split=state with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most 49152 allowed", N, CH, TB, smem_bytes))
+@ -- The block's shared arrays, in the order they are declared. Above 48 KB they move to
+@ -- dynamic shared memory, one layout for every entry point (docs/design-dynamic-shared.md).
+@ local shared_layout = import("shared_layout")
+@ local shared_arrays = shared_layout.new()
+@ local function array(type, name, dims, bytes, what)
+@   shared_layout.add(shared_arrays, { type = type, name = name, dims = dims, bytes = bytes, what = what })
+@ end
+@ local tasks_per_thread = ((var_rows + seq_rows) * (TB // EPC) + BLOCK - 1) // BLOCK
+@ array("stage_t", "stages", "[2]", 2 * stage_bytes, "the staged inputs, two time blocks")
+@ array("float", "dt_smem", string.format("[%d][%d]", CH, TB + 4), CH * (TB + 4) * 4, "each step's dt, computed once by the lane that owns the step")
+@ array("float", "dtu_smem", string.format("[%d][%d]", CH, TB + 4), CH * (TB + 4) * 4, "each step's dt * u")
+@ array("float", "y_part", string.format("[%d][%d][%d]", CH, LN, TB + 4), CH * LN * (TB + 4) * 4, "each lane's part of y")
+@ if converted > 0 then array("float", "BC_f32", string.format("[%d][%d][%d]", converted, N, TB + 4), converted * N * (TB + 4) * 4, "B and C of the block converted to fp32 once, for every channel of the block") end
+@ array("const elem_t *", "task_src", string.format("[%d][%d]", tasks_per_thread, BLOCK), tasks_per_thread * BLOCK * 8, "stage_tasks.tpl's copy table")
+@ local smem_bytes = shared_layout.bytes(shared_arrays)
+@ local dynamic = smem_bytes > shared_layout.STATIC_MAX
+@ if smem_bytes > shared_layout.DYNAMIC_MAX then
+@   reject("channels", string.format("split=state with dstate=%d, channels=%d, items=%d needs %d bytes of shared memory; at most %d allowed", N, CH, TB, smem_bytes, shared_layout.DYNAMIC_MAX))
 @ end
 @ if (BLOCK % 32) ~= 0 then
 @   reject("channels", string.format("with split=state, threads x channels must fill whole warps, got %d x %d", LN, CH))
@@ -92,6 +106,10 @@ struct stage_t {
 @ if variant.z then table.insert(stage.rows, channel_row("z")) end
 @ include("stage_copy.tpl")
 
+@ if dynamic then
+$(shared_layout.module_declarations(shared_arrays, "fwd_shared_t"))
+
+@ end
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
 /* The carry pass leaves each time block early: the output half of the loop is
  * unreachable in that instantiation, as meant. */
@@ -105,13 +123,8 @@ struct stage_t {
  * variant's words=1): rows that do not all start on a 16-byte boundary are staged in
  * 4-byte pieces where they can be (stage_copy.tpl, docs/design-row-alignment.md). */
 template <bool CARRY, bool INNER_SAVES, bool WORDS> __device__ __forceinline__ void scan_fwd_body(const sf_fwd_params &p) {
-  __shared__ __align__(16) stage_t stages[2];
-  __shared__ __align__(16) float dt_smem[$(CH)][$(TB + 4)], dtu_smem[$(CH)][$(TB + 4)];
-  __shared__ __align__(16) float y_part[$(CH)][$(LN)][$(TB + 4)]; /* each lane's part of y */
-@ if size == 2 and (variant.B_var or variant.C_var) then
-  /* B and C of the block converted to fp32 once, for every channel of the block */
-  __shared__ __align__(16) float BC_f32[$((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0))][$(N)][$(TB + 4)];
-@ end
+@ -- (stage_tasks.tpl declares or binds the copy table, task_src)
+$(shared_layout.body_declarations(shared_arrays, "fwd_shared_t", dynamic, { task_src = true }, "  "))
   const int lane = threadIdx.x % $(LN);  /* which share of the states, and of each block's steps */
   const int slot = threadIdx.x / $(LN);
   const int d_raw = blockIdx.x * $(CH) + slot;
@@ -130,6 +143,7 @@ template <bool CARRY, bool INNER_SAVES, bool WORDS> __device__ __forceinline__ v
 @ end
 
   /* This thread's share of the 16-byte copies that fill a stage. */
+@ stage.shared_tasks = dynamic and "shared.task_src" or nil
 @ include("stage_tasks.tpl")
 
   elem_t *out_row = (elem_t *)p.out + b * p.out_batch_stride + d * p.out_dim_stride;

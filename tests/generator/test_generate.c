@@ -93,6 +93,32 @@ Test(generate, backward_shared_memory_above_48k_is_dynamic) {
   cr_expect_null(source);
 }
 
+/* The same for the split=state forward: N = 128 in bf16 with 16 steps of 16 channels
+ * (67584 bytes: the staging, dt, the lanes' parts of y, B and C in fp32, the copy table)
+ * is dynamic; with 8 steps it fits statically; 32 channels of N = 256 over 64 steps are
+ * refused. */
+Test(generate, forward_shared_memory_above_48k_is_dynamic) {
+  sf_variant v;
+  cr_assert_eq(sf_variant_parse("op=fwd,split=state,dstate=128,dtype=bf16,z=1,threads=8,items=16,channels=16", &v), SF_OK);
+  char *source = NULL;
+  size_t length;
+  cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
+  const int dynamic = sf_source_dynamic_shared(source);
+  cr_expect_eq(dynamic, 67584, "declared %d bytes", dynamic);
+  cr_expect(strstr(source, "extern __shared__") != NULL);
+  free(source);
+  v.items = 8;
+  cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
+  cr_expect_eq(sf_source_dynamic_shared(source), 0);
+  cr_expect_null(strstr(source, "extern __shared__"));
+  free(source);
+  source = NULL;
+  cr_assert_eq(sf_variant_parse("op=fwd,split=state,dstate=256,threads=8,items=64,channels=32", &v), SF_OK);
+  cr_expect_eq(sf_generate(&v, &source, &length), SF_EINVAL);
+  cr_expect(strstr(sf_last_error(), "at most 232448 allowed") != NULL, "got: %s", sf_last_error());
+  cr_expect_null(source);
+}
+
 Test(generate, template_set_hash_is_stable) {
   uint64_t a = 0, b = 1;
   cr_assert_eq(sf_template_set_hash(&a), SF_OK);

@@ -193,6 +193,41 @@ Test(fwd_gpu, split_state_large_dstate, .init = gpu_setup, .fini = gpu_teardown,
       }
 }
 
+/* Launches whose arrays exceed 48 KB and live in dynamic shared memory
+ * (docs/design-dynamic-shared.md): N = 128 with 16 steps a block, N = 256 in 16 bits (no
+ * static layout fits it), N = 256 fp32 with 8 steps, N = 16 with 64 steps and 32 channels.
+ * 64 channels over 3001 steps (segments in parallel: the carry pass and the combine run
+ * too) and 512 over 77 (one walk), states saved every block or inside one, h0 or not,
+ * every dtype. */
+Test(fwd_gpu, dynamic_shared_memory_layouts, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
+  gpu_skip_without_device();
+  static const struct { int dstate; const char *spec; } cases[] = {
+      {128, "split=state,threads=8,items=16,channels=16"}, {256, "split=state,threads=16,items=8,channels=8"},
+      {256, "split=state,threads=32,items=8,channels=4"},  {16, "split=state,threads=4,items=64,channels=32"}};
+  static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
+  static const int64_t lengths[] = {77, 3001}, dims[] = {512, 64}, intervals[] = {0, 8};
+  uint64_t seed = 5100;
+  size_t calls = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+      for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++, calls++) {
+        const int64_t dim = dims[l], interval = intervals[(calls / 2) % 2];
+        sf_check_shape shape = {.batch = 2, .dim = dim, .seqlen = lengths[l], .dstate = cases[c].dstate,
+                                .groups = 1, .dtype = dtypes[t], .z = calls % 3 != 0, .D = true,
+                                .delta_bias = true, .softplus = true, .h0 = (c + t + l) % 2 == 0,
+                                .state_interval = interval};
+        sf_launch launch = {.spec = cases[c].spec};
+        sf_check_result r;
+        sf_status st = sf_check_fwd(gpu_ctx, &shape, &launch, seed++, &r);
+        cr_expect_eq(st, SF_OK, "N=%d %s %s dim %lld L=%lld: %s", cases[c].dstate, cases[c].spec,
+                     sf_dtype_name(dtypes[t]), (long long)dim, (long long)lengths[l], sf_last_error());
+        if (st == SF_OK)
+          cr_expect(r.passed, "N=%d %s %s dim %lld L=%lld every %lld: out %.3g, last_state %.3g, saved %.3g",
+                    cases[c].dstate, cases[c].spec, sf_dtype_name(dtypes[t]), (long long)dim,
+                    (long long)lengths[l], (long long)interval, r.out_error, r.last_state_error, r.saved_error);
+      }
+}
+
 /* split=state scans segments of the sequence in parallel when its blocks fill under 40% of
  * the GPU (a carry pass first), one block through all of them otherwise: 3 x 64 channels
  * over 5000 steps take the parallel path, 64 x 512 channels (2048 blocks of 16 channels,

@@ -114,24 +114,54 @@ Test(tuning_candidates, candidates_respect_the_template_rules, .timeout = 300) {
   free(c);
 }
 
-/* A configuration the template refuses (64 KiB of shared memory for 32 channels of
- * N = 256) is counted as rejected and left out; without asking the template it stays. */
+/* A configuration the template refuses (the N = 128 backward on 4 lanes over 16 steps of
+ * 16 channels: more than the 227 KiB a block may have) is counted as rejected and left
+ * out; without asking the template it stays. One above 48 KiB (dynamic shared memory:
+ * 16 lanes, 8 steps, 8 channels) stays. */
 Test(tuning_candidates, template_rejections_are_left_out) {
   sf_tune_request r = {.variant = sf_variant_default(), .shape = {1, 1024, 2048, 1}};
-  r.variant.dstate = 256;
+  r.variant.op = SF_OP_BWD;
+  r.variant.dstate = 128;
   sf_variant *asked = malloc(CAP * sizeof *asked), *unasked = malloc(CAP * sizeof *unasked);
   int rejected = 0;
   const int n = sf_tune_candidates(&r, true, asked, CAP, &rejected);
   const int m = sf_tune_candidates(&r, false, unasked, CAP, NULL);
   cr_expect(rejected > 0);
   cr_expect_eq(n + rejected, m);
-  bool found_asked = false, found_unasked = false;
-  for (int i = 0; i < n; i++) found_asked |= asked[i].threads == 8 && asked[i].items == 8 && asked[i].channels == 32;
-  for (int i = 0; i < m; i++) found_unasked |= unasked[i].threads == 8 && unasked[i].items == 8 && unasked[i].channels == 32;
-  cr_expect(found_unasked, "8/8/32 should be in the knob grid");
-  cr_expect_not(found_asked, "8/8/32 needs 64 KiB of shared memory: the template rejects it");
+  bool found_asked = false, found_unasked = false, found_dynamic = false;
+  for (int i = 0; i < n; i++) {
+    found_asked |= asked[i].split_states && asked[i].threads == 4 && asked[i].items == 16 && asked[i].channels == 16;
+    found_dynamic |= asked[i].split_states && asked[i].threads == 16 && asked[i].items == 8 && asked[i].channels == 8;
+  }
+  for (int i = 0; i < m; i++)
+    found_unasked |= unasked[i].split_states && unasked[i].threads == 4 && unasked[i].items == 16 && unasked[i].channels == 16;
+  cr_expect(found_unasked, "4/16/16 should be in the knob grid");
+  cr_expect_not(found_asked, "4/16/16 needs more than 227 KiB of shared memory: the template rejects it");
+  cr_expect(found_dynamic, "16/8/8 needs 112 KiB, in dynamic shared memory: the template accepts it");
   free(asked);
   free(unasked);
+}
+
+/* The split=state forward's lanes hold at most 16 states and 256 (state, step) pairs a
+ * block: at N = 128, 8 lanes (16 states) over 16 steps are measured, over 32 steps not, and
+ * 4 lanes (32 states) never; 32 lanes (4 states) go to 64 steps. */
+Test(tuning_candidates, forward_lanes_hold_at_most_16_states_and_256_state_steps) {
+  sf_tune_request r = {.variant = sf_variant_default(), .shape = {2, 512, 2048, 1}};
+  r.variant.dstate = 128;
+  sf_variant *c = malloc(CAP * sizeof *c);
+  const int n = sf_tune_candidates(&r, false, c, CAP, NULL);
+  cr_assert(n > 1 && n <= CAP);
+  bool eight_by_16 = false, thirty_two_by_64 = false;
+  for (int i = 1; i < n; i++) {
+    if (!c[i].split_states) continue;
+    const int per_lane = c[i].dstate / c[i].threads;
+    cr_expect(per_lane <= 16 && per_lane * c[i].items <= 256, "%d lanes x %d steps", c[i].threads, c[i].items);
+    eight_by_16 |= c[i].threads == 8 && c[i].items == 16;
+    thirty_two_by_64 |= c[i].threads == 32 && c[i].items == 64;
+  }
+  cr_expect(eight_by_16);
+  cr_expect(thirty_two_by_64);
+  free(c);
 }
 
 /* A block-states request measures split=state launches of 8 or more steps a block only
