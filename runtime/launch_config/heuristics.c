@@ -238,7 +238,7 @@ void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, in
                                    int shared_optin) {
   const int N = v->dstate;
   const int64_t per_group = groups > 0 ? dim / groups : dim;
-  if (v->op != SF_OP_BWD || shared_optin < SF_BWD_LARGE_SHARED_MIN || seqlen < 1024 ||
+  if (v->op != SF_OP_BWD || shared_optin < SF_LARGE_SHARED_MIN || seqlen < 1024 ||
       (N != 64 && N != 128 && N != 256))
     return;
   const int channels = N == 64 ? 16 : 8;
@@ -250,6 +250,27 @@ void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, in
   v->channels = channels;
   v->states = 1;
   v->min_blocks = N == 64 ? 0 : 2;
+}
+
+/* The H100's tuning of the forward on the launches dynamic shared memory opened (docs/perf.md
+ * v21): (2,512,2048,128,z) bf16 32/32/8 capped at 2 blocks an SM, 168.4 us against 220.2
+ * for 8/8/16, fp32 157.8 against 214.3; (1,512,2048,256) fp32 32/8/8 263.3 us, 32/16/4
+ * 274.6, against 339.8 for 16/4/8; (1,512,2048,256,z) bf16 32/16/4 271.9 us against 712.6
+ * for split=time (no static layout fits a 16-bit N = 256 lane split). */
+void sf_heuristic_large_shared_fwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
+                                   int shared_optin) {
+  const int N = v->dstate;
+  const int64_t per_group = groups > 0 ? dim / groups : dim;
+  const int channels = N > 0 ? 1024 / N : 0;
+  if (v->op != SF_OP_FWD || shared_optin < SF_LARGE_SHARED_MIN || seqlen < 1024 || batch * dim < 512 ||
+      (N != 128 && N != 256) || per_group % channels != 0)
+    return;
+  v->split_states = true;
+  v->threads = 32;
+  v->items = 4096 / N;
+  v->channels = channels;
+  v->states = 1;
+  v->min_blocks = 2;
 }
 
 /* Whether a split=state backward can run twice its lanes a channel, each lane keeping at

@@ -16,14 +16,20 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
  * block's channels share their B and C rows. */
 void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen);
 
-/* On a GPU whose blocks may opt in to at least SF_BWD_LARGE_SHARED_MIN bytes of shared
+/* On a GPU whose blocks may opt in to at least SF_LARGE_SHARED_MIN bytes of shared
  * memory (`shared_optin`, the device's figure; H100, H200), a backward at N = 64, 128 or
  * 256 over 1024 steps or more takes a launch whose arrays exceed 48 KB
  * (docs/design-dynamic-shared.md) in place of what sf_heuristic_configure_bwd chose:
  * 8 states a lane, blocks of 8 steps (4 at N = 256), 16 channels a block at N = 64 and 8
  * above. Nothing changes elsewhere, or when the channels of a group do not divide. */
-#define SF_BWD_LARGE_SHARED_MIN (200 << 10)
+#define SF_LARGE_SHARED_MIN (200 << 10)
 void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
+                                   int shared_optin);
+
+/* The same for the forward (a variant sf_heuristic_configure set up): at N = 128 and 256
+ * over 1024 steps or more, with 512 channels or more, 32 lanes (4 or 8 states each),
+ * blocks of 4096 / N steps and 1024 / N channels, registers capped for 2 blocks an SM. */
+void sf_heuristic_large_shared_fwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                                    int shared_optin);
 
 /* The forward's launch plan may halve a chosen split=state launch's items, down to this many,

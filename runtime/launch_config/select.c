@@ -176,16 +176,17 @@ int sf_current_device_shared_optin(void) {
 void sf_tune_configure(sf_variant *v, bool block_states, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                        const sf_launch *launch) {
   calling_device d;
-  int found = -1; /* whether d is the calling device; -1: not looked up yet (a forward needs it only tuned) */
+  const bool found = find_calling_device(&d);
+  const int optin = found ? shared_optin_of(&d) : 0; /* bytes a block may opt in to */
   if (v->op == SF_OP_BWD) {
-    found = find_calling_device(&d);
     sf_heuristic_configure_bwd(v, batch, dim, groups, seqlen);
-    sf_heuristic_large_shared_bwd(v, batch, dim, groups, seqlen, found ? shared_optin_of(&d) : 0);
-  } else
+    sf_heuristic_large_shared_bwd(v, batch, dim, groups, seqlen, optin);
+  } else {
     sf_heuristic_configure(v, batch, dim, groups, seqlen);
+    sf_heuristic_large_shared_fwd(v, batch, dim, groups, seqlen, optin);
+  }
   if (launch && launch->untuned) return;
   pthread_once(&load_once, load);
   if (disabled || (user_db.count == 0 && defaults_db.count == 0)) return;
-  if (found < 0) found = find_calling_device(&d);
   sf_tune_table_lookup(found ? table_of(&d) : NULL, v, block_states, batch, dim, groups, seqlen);
 }

@@ -20,9 +20,9 @@ void sf_tune_configure(sf_variant *v, bool block_states, int64_t batch, int64_t 
                        const sf_launch *launch);
 
 /* The bytes of shared memory a block may opt in to on the calling thread's device (its
- * current context's, else device 0), read once per device; 0 without a GPU. The backward's
- * heuristics take launches above 48 KB only where it is large enough
- * (sf_heuristic_large_shared_bwd). */
+ * current context's, else device 0), read once per device; 0 without a GPU. The heuristics
+ * take launches above 48 KB only where it is large enough (sf_heuristic_large_shared_bwd,
+ * sf_heuristic_large_shared_fwd). */
 int sf_current_device_shared_optin(void);
 
 /* Whether $SCANFORGE_TUNING leaves the database on. */

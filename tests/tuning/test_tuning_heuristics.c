@@ -131,3 +131,52 @@ Test(tuning_heuristics, large_states_take_dynamic_shared_memory_where_the_gpu_al
     cr_expect(sf_variant_same(&after, &v), "case %zu: unchanged", k);
   }
 }
+
+/* The forward's launches above 48 KB (sf_heuristic_large_shared_fwd): with 227 KB, N = 128
+ * and 256 over 1024 steps or more take 32 lanes, 32 steps and 8 channels (16 and 4 at
+ * N = 256), capped at 2 blocks an SM, in every dtype, gated or not, one group or two, and
+ * the template takes each (16-bit N = 256 had no split=state launch before); with 163 KB,
+ * at N = 64, over 512 steps, with 256 channels, for a backward, or when the channels do
+ * not divide a group, the heuristics' choice stands. */
+Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_the_gpu_allows) {
+  static const struct { int dstate; int64_t batch, dim; int items, channels; } cases[] = {{128, 2, 512, 32, 8},
+                                                                                           {256, 1, 512, 16, 4}};
+  int generated = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+      for (int gated = 0; gated < 2; gated++)
+        for (int groups = 1; groups <= 2; groups++) {
+          sf_variant v = sf_variant_default();
+          v.dstate = cases[k].dstate, v.dtype = dtypes[t], v.has_z = gated;
+          sf_heuristic_configure(&v, cases[k].batch, cases[k].dim, groups, 2048);
+          sf_variant unchanged = v;
+          sf_heuristic_large_shared_fwd(&unchanged, cases[k].batch, cases[k].dim, groups, 2048, 163 << 10);
+          cr_expect(sf_variant_same(&unchanged, &v), "N = %d: 163 KB changes nothing", cases[k].dstate);
+          sf_heuristic_large_shared_fwd(&v, cases[k].batch, cases[k].dim, groups, 2048, 227 << 10);
+          cr_expect(v.split_states && v.threads == 32 && v.items == cases[k].items &&
+                        v.channels == cases[k].channels && v.min_blocks == 2 && v.states == 1,
+                    "N = %d: got %s %d/%d/%d +b%d", cases[k].dstate, v.split_states ? "state" : "time", v.threads,
+                    v.items, v.channels, v.min_blocks);
+          char *source = NULL;
+          size_t length = 0;
+          cr_expect_eq(sf_generate(&v, &source, &length), SF_OK, "N = %d: %s", cases[k].dstate, sf_last_error());
+          generated += source != NULL;
+          free(source);
+        }
+  cr_expect_eq(generated, 2 * 3 * 2 * 2);
+  static const struct { int dstate; int64_t batch, dim, seqlen; int groups; sf_op op; } untouched[] = {
+      {64, 4, 1024, 2048, 1, SF_OP_FWD},  {128, 2, 512, 512, 1, SF_OP_FWD}, {128, 1, 256, 2048, 1, SF_OP_FWD},
+      {128, 2, 512, 2048, 1, SF_OP_BWD}, {128, 32, 24, 2048, 2, SF_OP_FWD}};
+  for (size_t k = 0; k < sizeof untouched / sizeof untouched[0]; k++) {
+    sf_variant v = sf_variant_default();
+    v.op = untouched[k].op, v.dstate = untouched[k].dstate;
+    if (v.op == SF_OP_BWD)
+      sf_heuristic_configure_bwd(&v, untouched[k].batch, untouched[k].dim, untouched[k].groups, untouched[k].seqlen);
+    else
+      sf_heuristic_configure(&v, untouched[k].batch, untouched[k].dim, untouched[k].groups, untouched[k].seqlen);
+    sf_variant after = v;
+    sf_heuristic_large_shared_fwd(&after, untouched[k].batch, untouched[k].dim, untouched[k].groups,
+                                  untouched[k].seqlen, 227 << 10);
+    cr_expect(sf_variant_same(&after, &v), "case %zu: unchanged", k);
+  }
+}
