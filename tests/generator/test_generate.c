@@ -64,33 +64,41 @@ Test(generate, template_rejection_is_an_invalid_argument) {
   cr_expect_null(source);
 }
 
-/* The backward's carry kernel holds the block's staging twice (with and without a
- * segment's state): at N = 64 with 32 lanes, 16 steps and one channel that is 51104 bytes of
- * static shared memory, over the 48 KiB allowed. Such a variant keeps its arrays in dynamic
- * shared memory instead, one layout for every entry point (one body's arrays: the main
- * kernel's 40912 bytes), and declares their size for the loader (runtime/cuda/dynamic_shared.h); a
- * neighbour that fits (8 steps) stays static and declares none. Above the 227 KiB a block
- * may have, the template refuses with its own message. */
-Test(generate, backward_shared_memory_above_48k_is_dynamic) {
+/* `dynamic_spec` keeps its arrays in dynamic shared memory and declares `bytes` of it for
+ * the loader (runtime/cuda/dynamic_shared.h); the same with `static_items` steps a block
+ * fits and declares none; `refused_spec` needs more than the 227 KiB a block may have and
+ * the template refuses it with its own message. */
+static void expect_dynamic_above_48k(const char *dynamic_spec, int bytes, int static_items, const char *refused_spec) {
   sf_variant v;
-  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=64,threads=32,items=16,channels=1,states=1", &v), SF_OK);
+  cr_assert_eq(sf_variant_parse(dynamic_spec, &v), SF_OK);
   char *source = NULL;
   size_t length;
   cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
   const int dynamic = sf_source_dynamic_shared(source);
-  cr_expect_eq(dynamic, 40912, "declared %d bytes", dynamic);
+  cr_expect_eq(dynamic, bytes, "%s: declared %d bytes", dynamic_spec, dynamic);
   cr_expect(strstr(source, "extern __shared__") != NULL);
   free(source);
-  v.items = 8;
+  v.items = static_items;
   cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
   cr_expect_eq(sf_source_dynamic_shared(source), 0);
   cr_expect_null(strstr(source, "extern __shared__"));
   free(source);
   source = NULL;
-  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=128,threads=4,items=16,channels=16,states=1", &v), SF_OK);
+  cr_assert_eq(sf_variant_parse(refused_spec, &v), SF_OK);
   cr_expect_eq(sf_generate(&v, &source, &length), SF_EINVAL);
   cr_expect(strstr(sf_last_error(), "at most 232448 allowed") != NULL, "got: %s", sf_last_error());
   cr_expect_null(source);
+}
+
+/* The backward's carry kernel holds the block's staging twice (with and without a
+ * segment's state): at N = 64 with 32 lanes, 16 steps and one channel that is 51104 bytes of
+ * static shared memory, over the 48 KiB allowed. Such a variant keeps its arrays in dynamic
+ * shared memory instead, one layout for every entry point (one body's arrays: the main
+ * kernel's 40912 bytes); with 8 steps it fits; N = 128 on 4 lanes over 16 steps of 16
+ * channels is refused. */
+Test(generate, backward_shared_memory_above_48k_is_dynamic) {
+  expect_dynamic_above_48k("op=bwd,split=state,dstate=64,threads=32,items=16,channels=1,states=1", 40912, 8,
+                           "op=bwd,split=state,dstate=128,threads=4,items=16,channels=16,states=1");
 }
 
 /* The same for the split=state forward: N = 128 in bf16 with 16 steps of 16 channels
@@ -98,25 +106,8 @@ Test(generate, backward_shared_memory_above_48k_is_dynamic) {
  * is dynamic; with 8 steps it fits statically; 32 channels of N = 256 over 64 steps are
  * refused. */
 Test(generate, forward_shared_memory_above_48k_is_dynamic) {
-  sf_variant v;
-  cr_assert_eq(sf_variant_parse("op=fwd,split=state,dstate=128,dtype=bf16,z=1,threads=8,items=16,channels=16", &v), SF_OK);
-  char *source = NULL;
-  size_t length;
-  cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
-  const int dynamic = sf_source_dynamic_shared(source);
-  cr_expect_eq(dynamic, 67584, "declared %d bytes", dynamic);
-  cr_expect(strstr(source, "extern __shared__") != NULL);
-  free(source);
-  v.items = 8;
-  cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
-  cr_expect_eq(sf_source_dynamic_shared(source), 0);
-  cr_expect_null(strstr(source, "extern __shared__"));
-  free(source);
-  source = NULL;
-  cr_assert_eq(sf_variant_parse("op=fwd,split=state,dstate=256,threads=8,items=64,channels=32", &v), SF_OK);
-  cr_expect_eq(sf_generate(&v, &source, &length), SF_EINVAL);
-  cr_expect(strstr(sf_last_error(), "at most 232448 allowed") != NULL, "got: %s", sf_last_error());
-  cr_expect_null(source);
+  expect_dynamic_above_48k("op=fwd,split=state,dstate=128,dtype=bf16,z=1,threads=8,items=16,channels=16", 67584, 8,
+                           "op=fwd,split=state,dstate=256,threads=8,items=64,channels=32");
 }
 
 Test(generate, template_set_hash_is_stable) {

@@ -87,6 +87,21 @@ Test(tuning_heuristics, spread_twin_doubles_the_lanes_within_its_limits) {
   cr_expect_not(sf_bwd_spread_twin(&forward, 6, &twin));
 }
 
+/* Expects v to be the split=state launch threads/items/channels capped at min_blocks
+ * blocks an SM, one state a pass, and its template to generate it; 1 when it did. */
+static int expect_launch_generated(const sf_variant *v, int threads, int items, int channels, int min_blocks) {
+  cr_expect(v->split_states && v->threads == threads && v->items == items && v->channels == channels &&
+                v->min_blocks == min_blocks && v->states == 1,
+            "N = %d: got %s %d/%d/%d +b%d", v->dstate, v->split_states ? "state" : "time", v->threads, v->items,
+            v->channels, v->min_blocks);
+  char *source = NULL;
+  size_t length = 0;
+  cr_expect_eq(sf_generate(v, &source, &length), SF_OK, "N = %d: %s", v->dstate, sf_last_error());
+  const int generated = source != NULL;
+  free(source);
+  return generated;
+}
+
 /* The backward's launches above 48 KB (sf_heuristic_large_shared_bwd): on a GPU whose
  * blocks may opt in to 227 KB (H100, H200), N = 64, 128, 256 over 1024 steps or more take 8
  * states a lane (16 channels a block at N = 64, 8 above; 4 steps at N = 256), in every dtype,
@@ -108,15 +123,8 @@ Test(tuning_heuristics, large_states_take_dynamic_shared_memory_where_the_gpu_al
           sf_heuristic_large_shared_bwd(&unchanged, cases[k].batch, cases[k].dim, groups, 2048, 163 << 10);
           cr_expect(sf_variant_same(&unchanged, &v), "N = %d: 163 KB changes nothing", cases[k].dstate);
           sf_heuristic_large_shared_bwd(&v, cases[k].batch, cases[k].dim, groups, 2048, 227 << 10);
-          cr_expect(v.split_states && v.threads == cases[k].threads && v.items == cases[k].items &&
-                        v.channels == cases[k].channels && v.min_blocks == cases[k].min_blocks && v.states == 1,
-                    "N = %d: got %s %d/%d/%d +b%d", cases[k].dstate, v.split_states ? "state" : "time", v.threads,
-                    v.items, v.channels, v.min_blocks);
-          char *source = NULL;
-          size_t length = 0;
-          cr_expect_eq(sf_generate(&v, &source, &length), SF_OK, "N = %d: %s", cases[k].dstate, sf_last_error());
-          generated += source != NULL;
-          free(source);
+          generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels,
+                                               cases[k].min_blocks);
         }
   cr_expect_eq(generated, 3 * 3 * 2 * 2);
   static const struct { int dstate; int64_t dim, seqlen; sf_op op; } untouched[] = {
@@ -153,15 +161,7 @@ Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_th
           sf_heuristic_large_shared_fwd(&unchanged, cases[k].batch, cases[k].dim, groups, 2048, 163 << 10);
           cr_expect(sf_variant_same(&unchanged, &v), "N = %d: 163 KB changes nothing", cases[k].dstate);
           sf_heuristic_large_shared_fwd(&v, cases[k].batch, cases[k].dim, groups, 2048, 227 << 10);
-          cr_expect(v.split_states && v.threads == 32 && v.items == cases[k].items &&
-                        v.channels == cases[k].channels && v.min_blocks == 2 && v.states == 1,
-                    "N = %d: got %s %d/%d/%d +b%d", cases[k].dstate, v.split_states ? "state" : "time", v.threads,
-                    v.items, v.channels, v.min_blocks);
-          char *source = NULL;
-          size_t length = 0;
-          cr_expect_eq(sf_generate(&v, &source, &length), SF_OK, "N = %d: %s", cases[k].dstate, sf_last_error());
-          generated += source != NULL;
-          free(source);
+          generated += expect_launch_generated(&v, 32, cases[k].items, cases[k].channels, 2);
         }
   cr_expect_eq(generated, 2 * 3 * 2 * 2);
   static const struct { int dstate; int64_t batch, dim, seqlen; int groups; sf_op op; } untouched[] = {
