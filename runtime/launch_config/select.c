@@ -62,11 +62,6 @@ bool sf_tune_enabled(void) {
   return !disabled;
 }
 
-const char *sf_tuning_warning(void) {
-  pthread_once(&load_once, load);
-  return atomic_load(&warning_state) == 2 ? warning_text : NULL;
-}
-
 /* ---- the device's key ------------------------------------------------------------------- */
 
 sf_status sf_tune_gpu_of_device(int ordinal, sf_tune_gpu *out) {
@@ -147,6 +142,15 @@ static const sf_tune_table *table_of(const calling_device *d) {
     pthread_mutex_unlock(&build_lock);
   }
   return atomic_load_explicit(&tables[d->device], memory_order_relaxed);
+}
+
+const char *sf_tuning_warning(void) {
+  pthread_once(&load_once, load);
+  /* Entries measured with other templates are found when the device's table is built:
+   * build it now, so that a caller hears of them before its first call, not after. */
+  calling_device d;
+  if (!disabled && find_calling_device(&d)) (void)table_of(&d);
+  return atomic_load(&warning_state) == 2 ? warning_text : NULL;
 }
 
 /* The shared memory a block may opt in to on the device (0 when unknown), read once per

@@ -7,7 +7,9 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "generator/generator.h"
 #include "scanforge/scanforge.h"
 #include "runtime/launch_config/heuristics.h"
 #include "runtime/launch_config/select.h"
@@ -260,4 +262,44 @@ Test(launch_plan_fake, block_states_calls_take_their_own_tuning, .init = setup_t
   cr_assert_eq(sf_scan_bwd_block_states_interval(&args, &(sf_launch){.spec = "split=state,threads=4,items=8,channels=8"},
                                                  &interval), SF_OK, "%s", sf_last_error());
   cr_expect_eq(interval, 8);
+}
+
+/* A database whose entries for this GPU were measured with another template set is not
+ * used, and sf_tuning_warning says so before any call (it builds the device's table), so
+ * a caller can show it first: here a backward entry stamped with templates 0. */
+static void setup_stale(void) {
+  setup_driver_and_cache();
+  sf_tune_gpu gpu;
+  cr_assert_eq(sf_tune_gpu_of_device(0, &gpu), SF_OK, "%s", sf_last_error());
+  snprintf(gpu.templates, sizeof gpu.templates, "%016llx", 0ull);
+  sf_scan_bwd_args args = training_call(8, 1536);
+  sf_tune_entry e = {.shape = {8, 1536, 2048, 1}, .complete = true};
+  cr_assert_eq(sf_scan_bwd_variant(&args, &(sf_launch){.untuned = true}, &e.variant), SF_OK, "%s", sf_last_error());
+  e.seqlen_bucket = sf_tune_bucket(2048);
+  e.rows_bucket = sf_tune_bucket(8 * 1536);
+  sf_tune_knobs_apply(&(sf_tune_knobs){true, 2, 8, 16, 1, 8}, &e.variant);
+  sf_tune_db db;
+  sf_tune_db_init(&db);
+  cr_assert_eq(sf_tune_db_put(&db, &gpu, &e), SF_OK);
+  char path[600];
+  snprintf(path, sizeof path, "%s/stale.json", getenv("SCANFORGE_CACHE_DIR"));
+  char *warning = NULL;
+  cr_assert_eq(sf_tune_db_save(path, &db, &warning), SF_OK, "%s", sf_last_error());
+  free(warning);
+  sf_tune_db_free(&db);
+  setenv("SCANFORGE_TUNING_DB", path, 1);
+  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
+}
+
+Test(launch_plan_fake, a_database_of_other_templates_is_reported_before_the_first_call, .init = setup_stale,
+     .fini = teardown, .timeout = 300) {
+  const char *w = sf_tuning_warning();
+  cr_assert_not_null(w, "no warning for entries of another template set");
+  cr_expect(strstr(w, "another template set") && strstr(w, "stale.json"), "%s", w);
+  sf_scan_bwd_args args = training_call(8, 1536);
+  sf_variant tuned, untuned;
+  cr_assert_eq(sf_scan_bwd_variant(&args, NULL, &tuned), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_scan_bwd_variant(&args, &(sf_launch){.untuned = true}, &untuned), SF_OK, "%s", sf_last_error());
+  cr_expect(sf_variant_same(&tuned, &untuned), "the stale entry (2/8/16 +b8) was used: %d/%d/%d", tuned.threads,
+            tuned.items, tuned.channels);
 }
