@@ -17,8 +17,8 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: scanforge tune [--entries FILE] [--op fwd|bwd|all] [--budget SECONDS] [--force]\n"
-          "                      [--db FILE] [--jobs N] [--reps N]\n"
+          "usage: scanforge tune [--entries FILE] [--op fwd|bwd|all] [--budget SECONDS]\n"
+          "                      [--force | --force-before TIME] [--db FILE] [--jobs N] [--reps N]\n"
           "       scanforge tune --list [--entries FILE] [--op ...]\n"
           "       scanforge tune --report [--plot FILE] [--db FILE]\n"
           "       scanforge tune --export-defaults FILE [--db FILE]\n"
@@ -44,6 +44,10 @@ static void usage(FILE *out) {
           "  --op LIST        fwd, bwd or all (default all): which entries of the grid or file\n"
           "  --budget SECONDS stop cleanly after this long, keeping what was measured\n"
           "  --force          tune entries the database already has\n"
+          "  --force-before TIME\n"
+          "                   tune those it has from before TIME (UTC, as the database writes\n"
+          "                   it: 2026-11-26T19:00:00Z): run again with the same TIME, a\n"
+          "                   re-tune that --budget stopped goes on where it stopped\n"
           "  --db FILE        the database (default: $SCANFORGE_TUNING_DB, else tuning.json\n"
           "                   beside the kernel cache)\n"
           "  --jobs N         compile threads (default: one per CPU, at most 16)\n"
@@ -73,15 +77,15 @@ static int usage_error(const char *fmt, const char *value) {
 }
 
 typedef struct tune_cli {
-  const char *entries_path, *db_path, *plot_path, *export_path;
+  const char *entries_path, *db_path, *plot_path, *export_path, *force_before;
   bool fwd, bwd, force, list, report;
   double budget_s;
   long long jobs, reps;
 } tune_cli;
 
 static int parse(int argc, char **argv, tune_cli *o) {
-  enum { OPT_ENTRIES = 256, OPT_OP, OPT_BUDGET, OPT_FORCE, OPT_DB, OPT_JOBS, OPT_REPS, OPT_LIST, OPT_REPORT,
-         OPT_PLOT, OPT_EXPORT };
+  enum { OPT_ENTRIES = 256, OPT_OP, OPT_BUDGET, OPT_FORCE, OPT_FORCE_BEFORE, OPT_DB, OPT_JOBS, OPT_REPS, OPT_LIST,
+         OPT_REPORT, OPT_PLOT, OPT_EXPORT };
   static const struct option options[] = {
       {"entries", required_argument, NULL, OPT_ENTRIES}, {"op", required_argument, NULL, OPT_OP},
       {"budget", required_argument, NULL, OPT_BUDGET},   {"force", no_argument, NULL, OPT_FORCE},
@@ -89,6 +93,7 @@ static int parse(int argc, char **argv, tune_cli *o) {
       {"reps", required_argument, NULL, OPT_REPS},       {"list", no_argument, NULL, OPT_LIST},
       {"report", no_argument, NULL, OPT_REPORT},         {"plot", required_argument, NULL, OPT_PLOT},
       {"export-defaults", required_argument, NULL, OPT_EXPORT}, {"help", no_argument, NULL, 'h'},
+      {"force-before", required_argument, NULL, OPT_FORCE_BEFORE},
       {NULL, 0, NULL, 0},
   };
   optind = 1;
@@ -110,6 +115,11 @@ static int parse(int argc, char **argv, tune_cli *o) {
         break;
       }
       case OPT_FORCE: o->force = true; break;
+      case OPT_FORCE_BEFORE:
+        if (!sf_tune_is_utc_time(optarg))
+          return usage_error("--force-before: expected a UTC time such as 2026-11-26T19:00:00Z, got '%s'", optarg);
+        o->force_before = optarg;
+        break;
       case OPT_DB: o->db_path = optarg; break;
       case OPT_JOBS:
         if (!cli_parse_positive(optarg, 64, &o->jobs)) return usage_error("--jobs: expected an integer in 1..64, got '%s'", optarg);
@@ -128,6 +138,7 @@ static int parse(int argc, char **argv, tune_cli *o) {
     }
   }
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  if (o->force && o->force_before) return usage_error("%s", "--force and --force-before go one at a time");
   if (o->list + o->report + (o->export_path != NULL) > 1)
     return usage_error("%s", "--list, --report and --export-defaults go one at a time");
   return -1;
@@ -252,7 +263,8 @@ static void on_entry(void *user, const sf_tune_request *r, const sf_tune_entry *
   const sf_tune_knobs won = sf_tune_knobs_of(&e->variant);
   sf_tune_knobs_short(&won, winner, sizeof winner);
   if (skipped)
-    printf("already tuned (--force tunes it again): winner %s %.1f us\n", winner, e->winner_us);
+    printf("already tuned (%s; --force tunes it again): winner %s %.1f us\n", e->tuned_at[0] ? e->tuned_at : "no time",
+           winner, e->winner_us);
   else if (failure)
     printf("FAILED: %s\n", failure);
   else
@@ -288,7 +300,7 @@ static int run_tune(const tune_cli *o, const char *db_path, const sf_tune_reques
   struct sigaction sa = {.sa_handler = on_sigint}, old;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old);
-  sf_tune_options opt = {.db_path = db_path, .budget_s = o->budget_s, .force = o->force, .jobs = (int)o->jobs,
+  sf_tune_options opt = {.db_path = db_path, .budget_s = o->budget_s, .force = o->force, .force_before = o->force_before, .jobs = (int)o->jobs,
                          .reps = o->reps ? (int)o->reps : 25, .warmup = 3, .stop = &interrupted,
                          .progress = on_progress, .entry_done = on_entry, .user = &ps};
   sf_tune_summary sum;

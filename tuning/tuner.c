@@ -2,6 +2,7 @@
  * of entries and their candidates, the compile pool started, each entry tuned and saved. */
 #include "tuning/tuner.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,20 @@ static void free_state(run_state *s) {
   sf_timer_close(&s->timer);
 }
 
+bool sf_tune_is_utc_time(const char *text) {
+  static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+  if (!text || strlen(text) != sizeof shape - 1) return false;
+  for (size_t i = 0; shape[i]; i++)
+    if (shape[i] == 'd' ? !isdigit((unsigned char)text[i]) : text[i] != shape[i]) return false;
+  return true;
+}
+
+bool sf_tune_entry_skipped(const sf_tune_entry *have, const sf_tune_options *opt) {
+  if (!have || !have->complete || opt->force) return false;
+  /* tuned_at and force_before have one format, so their order is their strings' */
+  return !opt->force_before || strcmp(have->tuned_at, opt->force_before) >= 0;
+}
+
 /* Picks the requests still to tune and their candidates. */
 static sf_status plan(run_state *s, const sf_tune_request *requests, int count, const sf_tune_db *db) {
   s->todo = calloc((size_t)count + 1, sizeof *s->todo);
@@ -43,7 +58,7 @@ static sf_status plan(run_state *s, const sf_tune_request *requests, int count, 
   for (int i = 0; i < count; i++) {
     sf_tune_entry key = sf_tune_request_key(&requests[i]);
     const sf_tune_entry *have = section ? sf_tune_section_find(section, &key) : NULL;
-    if (have && have->complete && !s->opt->force) {
+    if (sf_tune_entry_skipped(have, s->opt)) {
       s->summary->skipped++;
       if (s->opt->entry_done) s->opt->entry_done(s->opt->user, &requests[i], have, true, NULL);
       continue;

@@ -85,6 +85,9 @@ typedef struct sf_tune_options {
   const char *db_path;   /* where results go: each entry is saved when it is done */
   double budget_s;       /* stop cleanly after this long (<= 0: no limit) */
   bool force;            /* tune entries the database already has complete */
+  const char *force_before; /* may be NULL: also tune complete entries tuned before this UTC
+                               time (ISO 8601 as `tuned_at`: 2026-11-26T19:00:00Z), so that a
+                               re-tune stopped by its budget goes on where it stopped */
   int jobs;              /* compile threads (<= 0: one per CPU, at most 16) */
   int reps;              /* timed runs of a candidate (at least 20) */
   int warmup;            /* untimed runs first */
@@ -119,5 +122,12 @@ typedef struct sf_tune_summary {
  * unless opt->force. Fails only when the GPU or the database file cannot be used. */
 sf_status sf_tune_run(sf_context *ctx, const sf_tune_request *requests, int count, const sf_tune_options *opt,
                       sf_tune_summary *summary);
+
+/* Whether a run with `opt` skips an entry the database has (`have`, NULL: none): complete,
+ * not forced, and tuned at or after opt->force_before when that is set. */
+bool sf_tune_entry_skipped(const sf_tune_entry *have, const sf_tune_options *opt);
+
+/* Whether `text` is a UTC time as `tuned_at` is written: YYYY-MM-DDTHH:MM:SSZ. */
+bool sf_tune_is_utc_time(const char *text);
 
 #endif

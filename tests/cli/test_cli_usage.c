@@ -46,6 +46,8 @@ Test(cli_usage, bad_options_exit_2_in_every_command) {
   expect("cache warm", 2, "--arch");
   expect("tune --no-such-option", 2, "--no-such-option");
   expect("tune --op sideways", 2, "--op");
+  expect("tune --force-before yesterday", 2, "--force-before: expected a UTC time");
+  expect("tune --force --force-before 2026-11-26T19:00:00Z", 2, "one at a time");
 }
 
 Test(cli_usage, a_bad_spec_exits_2_in_every_command) {
