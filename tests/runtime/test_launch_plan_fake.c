@@ -215,15 +215,34 @@ Test(launch_plan_fake, forward_halves_items_only_when_that_saves_a_wave, .init =
 /* The block-states mode (docs/design-block-states.md) reads tuning entries of its own: a
  * database on the pretend GPU with a backward entry at the default interval and another on
  * block states, for the 130M training call. */
-static void setup_tuned(void) {
-  setup_driver_and_cache();
-  sf_tune_gpu gpu;
-  cr_assert_eq(sf_tune_gpu_of_device(0, &gpu), SF_OK, "%s", sf_last_error());
+/* A tuning entry of the 130M training call (its knobs still to set). */
+static sf_tune_entry training_entry(void) {
   sf_scan_bwd_args args = training_call(8, 1536);
   sf_tune_entry e = {.shape = {8, 1536, 2048, 1}, .complete = true};
   cr_assert_eq(sf_scan_bwd_variant(&args, &(sf_launch){.untuned = true}, &e.variant), SF_OK, "%s", sf_last_error());
   e.seqlen_bucket = sf_tune_bucket(2048);
   e.rows_bucket = sf_tune_bucket(8 * 1536);
+  return e;
+}
+
+/* Saves db as `name` in the cache directory, frees it, makes it the tuning database and
+ * opens the context. */
+static void use_database(sf_tune_db *db, const char *name) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s", getenv("SCANFORGE_CACHE_DIR"), name);
+  char *warning = NULL;
+  cr_assert_eq(sf_tune_db_save(path, db, &warning), SF_OK, "%s", sf_last_error());
+  free(warning);
+  sf_tune_db_free(db);
+  setenv("SCANFORGE_TUNING_DB", path, 1);
+  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
+}
+
+static void setup_tuned(void) {
+  setup_driver_and_cache();
+  sf_tune_gpu gpu;
+  cr_assert_eq(sf_tune_gpu_of_device(0, &gpu), SF_OK, "%s", sf_last_error());
+  sf_tune_entry e = training_entry();
   sf_tune_db db;
   sf_tune_db_init(&db);
   sf_tune_knobs plain = {true, 2, 8, 16, 1, 8}, block = {true, 4, 16, 8, 1, 8};
@@ -232,14 +251,7 @@ static void setup_tuned(void) {
   e.block_states = true;
   sf_tune_knobs_apply(&block, &e.variant);
   cr_assert_eq(sf_tune_db_put(&db, &gpu, &e), SF_OK);
-  char path[600];
-  snprintf(path, sizeof path, "%s/tuning.json", getenv("SCANFORGE_CACHE_DIR"));
-  char *warning = NULL;
-  cr_assert_eq(sf_tune_db_save(path, &db, &warning), SF_OK, "%s", sf_last_error());
-  free(warning);
-  sf_tune_db_free(&db);
-  setenv("SCANFORGE_TUNING_DB", path, 1);
-  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
+  use_database(&db, "tuning.json");
 }
 
 Test(launch_plan_fake, block_states_calls_take_their_own_tuning, .init = setup_tuned, .fini = teardown,
@@ -272,23 +284,12 @@ static void setup_stale(void) {
   sf_tune_gpu gpu;
   cr_assert_eq(sf_tune_gpu_of_device(0, &gpu), SF_OK, "%s", sf_last_error());
   snprintf(gpu.templates, sizeof gpu.templates, "%016llx", 0ull);
-  sf_scan_bwd_args args = training_call(8, 1536);
-  sf_tune_entry e = {.shape = {8, 1536, 2048, 1}, .complete = true};
-  cr_assert_eq(sf_scan_bwd_variant(&args, &(sf_launch){.untuned = true}, &e.variant), SF_OK, "%s", sf_last_error());
-  e.seqlen_bucket = sf_tune_bucket(2048);
-  e.rows_bucket = sf_tune_bucket(8 * 1536);
+  sf_tune_entry e = training_entry();
   sf_tune_knobs_apply(&(sf_tune_knobs){true, 2, 8, 16, 1, 8}, &e.variant);
   sf_tune_db db;
   sf_tune_db_init(&db);
   cr_assert_eq(sf_tune_db_put(&db, &gpu, &e), SF_OK);
-  char path[600];
-  snprintf(path, sizeof path, "%s/stale.json", getenv("SCANFORGE_CACHE_DIR"));
-  char *warning = NULL;
-  cr_assert_eq(sf_tune_db_save(path, &db, &warning), SF_OK, "%s", sf_last_error());
-  free(warning);
-  sf_tune_db_free(&db);
-  setenv("SCANFORGE_TUNING_DB", path, 1);
-  cr_assert_eq(sf_context_create(NULL, &ctx), SF_OK, "%s", sf_last_error());
+  use_database(&db, "stale.json");
 }
 
 Test(launch_plan_fake, a_database_of_other_templates_is_reported_before_the_first_call, .init = setup_stale,
