@@ -19,15 +19,8 @@ static int64_t next_pow2(int64_t x) {
 /* The heuristics' choice for the request (what the runtime runs untuned). */
 static sf_variant heuristic_default(const sf_tune_request *r) {
   sf_variant v = r->variant;
-  if (v.op == SF_OP_BWD) {
-    sf_heuristic_configure_bwd(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
-    sf_heuristic_large_shared_bwd(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen,
-                                  sf_current_device_shared_optin());
-  } else {
-    sf_heuristic_configure(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen);
-    sf_heuristic_large_shared_fwd(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen,
-                                  sf_current_device_shared_optin());
-  }
+  sf_heuristic_choose(&v, r->shape.batch, r->shape.dim, r->shape.groups, r->shape.seqlen,
+                      sf_current_device_shared_optin());
   return v;
 }
 
@@ -48,7 +41,7 @@ static bool worth_measuring(const sf_tune_request *r, const sf_variant *v) {
    * and 2 KB of spills), and a walk unrolled over more than 256 (state, step) pairs a block
    * takes NVRTC 10-40 s to compile while no shipped winner comes near (docs/tuning.md). */
   if (v->split_states && v->op == SF_OP_FWD) {
-    const int per_lane = v->dstate / (v->threads > 0 ? v->threads : 1);
+    const int per_lane = v->dstate / v->threads; /* valid: lanes divide N */
     if (per_lane > SF_TUNE_FWD_MAX_LANE_STATES || per_lane * v->items > SF_TUNE_FWD_MAX_LANE_WALK) return false;
   }
   if (v->split_states) return block % 32 == 0; /* lanes x channels fill whole warps */

@@ -273,6 +273,16 @@ void sf_heuristic_large_shared_fwd(sf_variant *v, int64_t batch, int64_t dim, in
   v->min_blocks = 2;
 }
 
+void sf_heuristic_choose(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen, int shared_optin) {
+  if (v->op == SF_OP_BWD) {
+    sf_heuristic_configure_bwd(v, batch, dim, groups, seqlen);
+    sf_heuristic_large_shared_bwd(v, batch, dim, groups, seqlen, shared_optin);
+  } else {
+    sf_heuristic_configure(v, batch, dim, groups, seqlen);
+    sf_heuristic_large_shared_fwd(v, batch, dim, groups, seqlen, shared_optin);
+  }
+}
+
 /* Whether a split=state backward can run twice its lanes a channel, each lane keeping at
  * least SF_BWD_TWIN_MIN_STATES states (the condition both twins share). */
 static bool lanes_can_double(const sf_variant *v) {

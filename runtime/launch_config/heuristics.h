@@ -11,6 +11,12 @@
  * for a call of the given shape: split, threads, items, channels, states. */
 void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen);
 
+/* The heuristics' whole choice for a call, forward or backward by v->op: the configuration
+ * below (sf_heuristic_configure or sf_heuristic_configure_bwd), then, where the device lets a
+ * block opt in to `shared_optin` bytes, the launches above 48 KB
+ * (sf_heuristic_large_shared_fwd or sf_heuristic_large_shared_bwd). */
+void sf_heuristic_choose(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen, int shared_optin);
+
 /* Sets threads, items and channels of a backward variant: threads x items is the state
  * interval of the sequence; channels divides the channels of a group (dim / groups) so a
  * block's channels share their B and C rows. */

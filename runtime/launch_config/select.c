@@ -154,7 +154,7 @@ const char *sf_tuning_warning(void) {
 }
 
 /* The shared memory a block may opt in to on the device (0 when unknown), read once per
- * device: the heuristics' large-state backward launches need it. */
+ * device: the heuristics' launches above 48 KB need it. */
 static atomic_int shared_optin[SF_MAX_DEVICES]; /* the figure + 1; 0: not read yet */
 
 static int shared_optin_of(const calling_device *d) {
@@ -181,14 +181,7 @@ void sf_tune_configure(sf_variant *v, bool block_states, int64_t batch, int64_t 
                        const sf_launch *launch) {
   calling_device d;
   const bool found = find_calling_device(&d);
-  const int optin = found ? shared_optin_of(&d) : 0; /* bytes a block may opt in to */
-  if (v->op == SF_OP_BWD) {
-    sf_heuristic_configure_bwd(v, batch, dim, groups, seqlen);
-    sf_heuristic_large_shared_bwd(v, batch, dim, groups, seqlen, optin);
-  } else {
-    sf_heuristic_configure(v, batch, dim, groups, seqlen);
-    sf_heuristic_large_shared_fwd(v, batch, dim, groups, seqlen, optin);
-  }
+  sf_heuristic_choose(v, batch, dim, groups, seqlen, found ? shared_optin_of(&d) : 0);
   if (launch && launch->untuned) return;
   pthread_once(&load_once, load);
   if (disabled || (user_db.count == 0 && defaults_db.count == 0)) return;
