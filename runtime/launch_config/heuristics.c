@@ -263,11 +263,14 @@ void sf_heuristic_large_shared_fwd(sf_variant *v, int64_t batch, int64_t dim, in
   const int64_t per_group = groups > 0 ? dim / groups : dim;
   const int channels = N > 0 ? 1024 / N : 0;
   if (v->op != SF_OP_FWD || shared_optin < SF_LARGE_SHARED_MIN || seqlen < 1024 || batch * dim < 512 ||
-      (N != 128 && N != 256) || per_group % channels != 0)
+      (N != 32 && N != 64 && N != 128 && N != 256) || per_group % channels != 0)
     return;
+  /* 4 states a lane up to 32 lanes (8 at N = 256), 128 (state, step) pairs a lane: long
+   * blocks, few enough of them that the sequence needs no segments (docs/perf.md v22). */
+  const int lanes = N / 4 < 32 ? N / 4 : 32;
   v->split_states = true;
-  v->threads = 32;
-  v->items = 4096 / N;
+  v->threads = lanes;
+  v->items = 128 / (N / lanes);
   v->channels = channels;
   v->states = 1;
   v->min_blocks = 2;

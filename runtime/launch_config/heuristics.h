@@ -32,9 +32,11 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
 void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                                    int shared_optin);
 
-/* The same for the forward (a variant sf_heuristic_configure set up): at N = 128 and 256
- * over 1024 steps or more, with 512 channels or more, 32 lanes (4 or 8 states each),
- * blocks of 4096 / N steps and 1024 / N channels, registers capped for 2 blocks an SM. */
+/* The same for the forward (a variant sf_heuristic_configure set up): at N = 32 to 256
+ * over 1024 steps or more, with 512 channels or more, lanes of 4 states (N / 4 lanes up
+ * to 32) or 8 (32 lanes at N = 256), blocks of 32 steps (16 at N = 256) and 1024 / N
+ * channels, registers capped for 2 blocks an SM: few enough blocks that the sequence needs
+ * no segments. */
 void sf_heuristic_large_shared_fwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                                    int shared_optin);
 

@@ -195,7 +195,9 @@ Test(fwd_gpu, split_state_large_dstate, .init = gpu_setup, .fini = gpu_teardown,
 
 /* Launches whose arrays exceed 48 KB and live in dynamic shared memory
  * (docs/design-dynamic-shared.md): N = 128 with 16 steps a block, N = 256 in 16 bits (no
- * static layout fits it), N = 256 fp32 with 8 steps, N = 16 with 64 steps and 32 channels.
+ * static layout fits it), N = 256 fp32 with 8 steps, N = 16 with 64 steps and 32 channels,
+ * N = 64 and 32 at the heuristics' launches (16 lanes, 32 steps, 16 channels; 8 lanes, 32
+ * steps, 32 channels; 2 blocks an SM).
  * 64 channels over 3001 steps (segments in parallel: the carry pass and the combine run
  * too) and 512 over 77 (one walk), states saved every block or inside one, h0 or not,
  * every dtype. */
@@ -203,7 +205,9 @@ Test(fwd_gpu, dynamic_shared_memory_layouts, .init = gpu_setup, .fini = gpu_tear
   gpu_skip_without_device();
   static const struct { int dstate; const char *spec; } cases[] = {
       {128, "split=state,threads=8,items=16,channels=16"}, {256, "split=state,threads=16,items=8,channels=8"},
-      {256, "split=state,threads=32,items=8,channels=4"},  {16, "split=state,threads=4,items=64,channels=32"}};
+      {256, "split=state,threads=32,items=8,channels=4"},  {16, "split=state,threads=4,items=64,channels=32"},
+      {64, "split=state,threads=16,items=32,channels=16,minblocks=2"},
+      {32, "split=state,threads=8,items=32,channels=32,minblocks=2"}};
   static const sf_dtype dtypes[] = {SF_FP32, SF_BF16, SF_FP16};
   static const int64_t lengths[] = {77, 3001}, dims[] = {512, 64}, intervals[] = {0, 8};
   uint64_t seed = 5100;
