@@ -157,7 +157,9 @@ static sf_status build_kernel(void *user, sf_kernel *k) {
     status = sf_cu_check(cu->ModuleGetFunction(&k->function, k->module, rq->kernel_name),
                          "cuModuleGetFunction");
     if (status != SF_OK) sf_fail_context(status, "kernel %s", rq->kernel_name);
-    if (status == SF_OK) status = read_dynamic_shared(cu, k->module, &k->dynamic_shared);
+    k->dynamic_shared = 0;
+    if (status == SF_OK && !rq->no_module_dynamic_shared)
+      status = read_dynamic_shared(cu, k->module, &k->dynamic_shared);
     if (status == SF_OK) status = fit_to_device(cu, rq, k);
     if (status != SF_OK) cu->ModuleUnload(k->module); /* nothing half-loaded stays behind */
   }

@@ -3,6 +3,7 @@
 #define SCANFORGE_MODULE_H
 
 #include <cuda.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,9 @@ typedef struct sf_module_request {
                               above the default limit the kernel is opted in to it */
   int block_threads;       /* threads per block of its launches, when known (else 0):
                               the load records how many such blocks an SM holds */
+  bool no_module_dynamic_shared; /* the kernel uses none of the dynamic shared memory its
+                                    module declares (runtime/cuda/dynamic_shared.h): its
+                                    launches pass 0 bytes, or the request's */
 } sf_module_request;
 
 /* The kernel of the request from the table, loading its module on the first call:

@@ -189,8 +189,8 @@ sf_status sf_kernel_for_variant(sf_context *ctx, const sf_variant *variant,
   return sf_kernel_for_variant_entry(ctx, variant, sf_kernel_name(variant->op), kernel, origin);
 }
 
-sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant, const char *entry,
-                                      const sf_kernel **kernel, sf_kernel_origin *origin) {
+static sf_status kernel_for(sf_context *ctx, const sf_variant *variant, const char *entry, bool helper,
+                            const sf_kernel **kernel, sf_kernel_origin *origin) {
   CUcontext context;
   CUdevice device;
   const sf_device_slot *slot;
@@ -213,7 +213,7 @@ sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant
   if (st != SF_OK) return st;
   sf_module_request request = {
       .context = context, .key = key, .kernel_name = name, .image = image, .image_size = size,
-      .block_threads = sf_variant_block_threads(variant)};
+      .block_threads = helper ? 0 : sf_variant_block_threads(variant), .no_module_dynamic_shared = helper};
   st = sf_module_get(ctx->kernels, &request, kernel);
   if (st != SF_OK) return st;
   if (origin)
@@ -221,4 +221,14 @@ sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant
               : where == SF_CACHE_FROM_DISK ? SF_KERNEL_FROM_DISK
                                             : SF_KERNEL_FROM_MEMORY;
   return SF_OK;
+}
+
+sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant, const char *entry,
+                                      const sf_kernel **kernel, sf_kernel_origin *origin) {
+  return kernel_for(ctx, variant, entry, false, kernel, origin);
+}
+
+sf_status sf_kernel_for_variant_helper(sf_context *ctx, const sf_variant *variant, const char *entry,
+                                       const sf_kernel **kernel) {
+  return kernel_for(ctx, variant, entry, true, kernel, NULL);
 }

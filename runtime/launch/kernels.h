@@ -29,8 +29,14 @@ sf_status sf_context_workspace_pool(sf_context *ctx, CUmemoryPool *pool);
  * without a lock, a file or a driver call. `origin` (may be NULL) says where it came from. */
 sf_status sf_kernel_for_variant(sf_context *ctx, const sf_variant *variant,
                                 const sf_kernel **kernel, sf_kernel_origin *origin);
-/* The same for another entry point of the variant's module (e.g. "sf_scan_bwd_finalize"). */
+/* The same for another entry point of the variant's module (e.g. "sf_scan_bwd_carry"). */
 sf_status sf_kernel_for_variant_entry(sf_context *ctx, const sf_variant *variant, const char *entry,
                                       const sf_kernel **kernel, sf_kernel_origin *origin);
+/* The same for an entry point that uses none of the module's dynamic shared memory (the
+ * segment carries' combine, the deterministic backward's finalize): loaded and launched
+ * without it, so that a module whose main kernel takes nearly all a block may have still
+ * runs them beside their own static arrays. */
+sf_status sf_kernel_for_variant_helper(sf_context *ctx, const sf_variant *variant, const char *entry,
+                                       const sf_kernel **kernel);
 
 #endif

@@ -109,7 +109,7 @@ static sf_status plan_partials(sf_context *ctx, const sf_cu *cu, const sf_scan_b
 static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_variant *v,
                                  deterministic_plan *plan, sf_status st, CUstream stream) {
   const sf_kernel *finalize = NULL;
-  if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, v, "sf_scan_bwd_finalize", &finalize, NULL);
+  if (st == SF_OK) st = sf_kernel_for_variant_helper(ctx, v, "sf_scan_bwd_finalize", &finalize);
   float *partials[5] = {plan->partials.dA, plan->partials.dB, plan->partials.dC,
                         plan->partials.dD, plan->partials.ddelta_bias};
   float *outputs[5] = {plan->outputs.dA, plan->outputs.dB, plan->outputs.dC, plan->outputs.dD,

@@ -47,7 +47,7 @@ sf_status sf_segment_passes_open(sf_context *ctx, const sf_cu *cu, const sf_vari
   snprintf(carry, sizeof carry, "%s_carry", sf_kernel_name(v->op));
   snprintf(combine, sizeof combine, "%s_combine", sf_kernel_name(v->op));
   sf_status st = sf_kernel_for_variant_entry(ctx, v, carry, &out->carry, NULL);
-  if (st == SF_OK) st = sf_kernel_for_variant_entry(ctx, v, combine, &out->combine, NULL);
+  if (st == SF_OK) st = sf_kernel_for_variant_helper(ctx, v, combine, &out->combine);
   if (st == SF_OK)
     st = sf_workspace_alloc(ctx, cu, (size_t)(out->count * arrays) * sizeof(float), stream, "segment carries",
                             &out->carries);

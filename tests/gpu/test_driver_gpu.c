@@ -165,7 +165,7 @@ Test(gpu_driver, ptx_kernel_adds_arrays_through_the_module_table) {
   uint8_t key[SF_KERNEL_KEY_BYTES];
   make_key(key, 0);
   /* Without the terminating NUL: the loader must add one. */
-  sf_module_request rq = {ctx, key, "sf_test_add", add_ptx, strlen(add_ptx), 0, 0};
+  sf_module_request rq = {ctx, key, "sf_test_add", add_ptx, strlen(add_ptx), 0, 0, false};
   const sf_kernel *k = NULL;
   cr_assert_eq(sf_module_get(table, &rq, &k), SF_OK, "%s", sf_last_error());
   cr_log_info("sf_test_add: %d registers, %d B static shared, %d B local, max %d threads, "
@@ -183,7 +183,7 @@ Test(gpu_driver, ptx_kernel_adds_arrays_through_the_module_table) {
   cr_expect_eq(sf_kernel_check_launch(k, 256, 0), SF_OK);
 
   /* Loaded once: the second request is a lookup and needs no image. */
-  sf_module_request lookup = {ctx, key, "sf_test_add", NULL, 0, 0, 0};
+  sf_module_request lookup = {ctx, key, "sf_test_add", NULL, 0, 0, 0, false};
   const sf_kernel *again = NULL;
   cr_assert_eq(sf_module_get(table, &lookup, &again), SF_OK, "%s", sf_last_error());
   cr_expect_eq(again, k);
@@ -267,7 +267,7 @@ Test(gpu_driver, dynamic_shared_memory_is_opted_in_and_bounded) {
   /* All the opt-in shared memory the device allows, beside the 1 KiB static. */
   int most = info.max_shared_per_block_optin - 1024;
   make_key(key, 1);
-  sf_module_request rq = {ctx, key, "sf_test_add", add_ptx, sizeof add_ptx, most, 0};
+  sf_module_request rq = {ctx, key, "sf_test_add", add_ptx, sizeof add_ptx, most, 0, false};
   const sf_kernel *k = NULL;
   cr_assert_eq(sf_module_get(table, &rq, &k), SF_OK, "%s", sf_last_error());
   cr_expect_eq(k->max_dynamic_shared, most);
@@ -298,7 +298,7 @@ Test(gpu_driver, broken_ptx_fails_with_the_jit_log) {
   cr_assert_eq(sf_kernel_table_create(16, &table), SF_OK);
   uint8_t key[SF_KERNEL_KEY_BYTES];
   make_key(key, 3);
-  sf_module_request rq = {ctx, key, "sf_test_broken", broken_ptx, sizeof broken_ptx, 0, 0};
+  sf_module_request rq = {ctx, key, "sf_test_broken", broken_ptx, sizeof broken_ptx, 0, 0, false};
   const sf_kernel *k = (const sf_kernel *)1;
   cr_assert_eq(sf_module_get(table, &rq, &k), SF_ECUDA);
   cr_expect_null(k);
@@ -319,7 +319,7 @@ Test(gpu_driver, missing_kernel_name_is_reported) {
   cr_assert_eq(sf_kernel_table_create(16, &table), SF_OK);
   uint8_t key[SF_KERNEL_KEY_BYTES];
   make_key(key, 4);
-  sf_module_request rq = {ctx, key, "no_such_kernel", add_ptx, sizeof add_ptx, 0, 0};
+  sf_module_request rq = {ctx, key, "no_such_kernel", add_ptx, sizeof add_ptx, 0, 0, false};
   const sf_kernel *k;
   cr_assert_eq(sf_module_get(table, &rq, &k), SF_ECUDA);
   cr_expect(strstr(sf_last_error(), "no_such_kernel") != NULL, "message: %s", sf_last_error());
@@ -341,7 +341,7 @@ static void *load_from_thread(void *arg) {
   loader_thread *t = arg;
   uint8_t key[SF_KERNEL_KEY_BYTES];
   make_key(key, 5);
-  sf_module_request rq = {t->context, key, "sf_test_add", add_ptx, sizeof add_ptx, 0, 0};
+  sf_module_request rq = {t->context, key, "sf_test_add", add_ptx, sizeof add_ptx, 0, 0, false};
   t->status = sf_module_get(t->table, &rq, &t->kernel);
   const sf_cu *cu;
   if (sf_cu_load(&cu) == SF_OK && cu->CtxGetCurrent(&t->current_after) == CUDA_SUCCESS)

@@ -67,7 +67,7 @@ Test(cuda_driver, contexts_and_modules_fail_cleanly_without_driver) {
   cr_assert_eq(sf_kernel_table_create(16, &table), SF_OK);
   static const uint8_t key[SF_KERNEL_KEY_BYTES] = {1, 2, 3};
   static const char ptx[] = ".version 7.0\n.target sm_75\n.address_size 64\n";
-  sf_module_request rq = {(CUcontext)0x1000, key, "k", ptx, sizeof ptx, 0, 0};
+  sf_module_request rq = {(CUcontext)0x1000, key, "k", ptx, sizeof ptx, 0, 0, false};
   const sf_kernel *kernel = (const sf_kernel *)1;
   cr_expect_eq(sf_module_get(table, &rq, &kernel), SF_ENODEVICE);
   cr_expect_null(kernel);
@@ -421,7 +421,7 @@ Test(module, get_checks_its_arguments_before_the_driver) {
   cr_assert_eq(sf_kernel_table_create(16, &table), SF_OK);
   uint8_t key[SF_KERNEL_KEY_BYTES] = {9};
   const sf_kernel *k;
-  sf_module_request rq = {(CUcontext)0x1000, key, "k", NULL, 0, 0, 0};
+  sf_module_request rq = {(CUcontext)0x1000, key, "k", NULL, 0, 0, 0, false};
   cr_expect_eq(sf_module_get(table, &rq, &k), SF_EINVAL);
   cr_expect(strstr(sf_last_error(), "no binary") != NULL, "message: %s", sf_last_error());
   rq.image = "x";

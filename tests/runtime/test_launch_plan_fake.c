@@ -11,6 +11,9 @@
 
 #include "generator/generator.h"
 #include "scanforge/scanforge.h"
+#include "runtime/cuda/dynamic_shared.h"
+#include "runtime/cuda/module.h"
+#include "runtime/launch/kernels.h"
 #include "runtime/launch_config/heuristics.h"
 #include "runtime/launch_config/select.h"
 #include "tuning/database_write.h"
@@ -171,6 +174,32 @@ Test(launch_plan_fake, dynamic_shared_memory_is_read_from_the_module_and_counted
   cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "split=state,threads=32,items=4,channels=4"}, &small),
                SF_OK, "%s", sf_last_error());
   cr_expect_gt(small.blocks_per_sm, big.blocks_per_sm, "the static layout of 4 steps (42880 bytes) holds more");
+}
+
+/* A module that declares nearly all the shared memory a block may have (a backward of 8
+ * lanes x 16 steps x 32 channels at N = 32 in bf16, 231936 bytes): its segment carries'
+ * combine, which has static arrays of its own, loads and launches without the module's
+ * dynamic shared memory. Given it, as until stop 32, the combine's static and dynamic bytes
+ * exceeded the 227 KiB a block may have (the tuner met this on an H200). */
+Test(launch_plan_fake, helper_kernels_of_a_large_module_take_no_dynamic_shared_memory, .init = setup,
+     .fini = teardown, .timeout = 300) {
+  sf_variant v;
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=32,dtype=bf16,threads=8,items=16,channels=32,z=1,"
+                                "D=1,delta_bias=1,softplus=1",
+                                &v),
+               SF_OK, "%s", sf_last_error());
+  char *source = NULL;
+  size_t length;
+  cr_assert_eq(sf_generate(&v, &source, &length), SF_OK, "%s", sf_last_error());
+  const int module_dynamic = sf_source_dynamic_shared(source);
+  free(source);
+  const sf_kernel *combine;
+  cr_assert_eq(sf_kernel_for_variant_helper(ctx, &v, "sf_scan_bwd_combine", &combine), SF_OK, "%s", sf_last_error());
+  cr_expect_gt(combine->static_shared + module_dynamic, 227 << 10,
+               "the module's figure and the combine's own arrays would not fit one block");
+  cr_expect_gt(combine->static_shared, 0);
+  cr_expect_eq(combine->dynamic_shared, 0);
+  cr_expect_eq(sf_kernel_check_launch(combine, 256, 0), SF_OK, "%s", sf_last_error());
 }
 
 /* A forward of (batch, dim, L, N) in bf16 with every optional input but h0; never read. */
