@@ -249,7 +249,9 @@ void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, in
   v->items = N == 256 ? 4 : 8;
   v->channels = channels;
   v->states = 1;
-  v->min_blocks = N == 64 ? 0 : 2;
+  /* With the gate, N = 256's arrays leave room for one block an SM: a cap for two only spills
+   * (H200, docs/perf.md v22: 8-13% slower on four shapes, fp32 and bf16). */
+  v->min_blocks = N == 64 ? 0 : N == 256 && v->has_z ? 1 : 2;
 }
 
 /* The H100's tuning of the forward on the launches dynamic shared memory opened (docs/perf.md

@@ -27,7 +27,9 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
  * 256 over 1024 steps or more takes a launch whose arrays exceed 48 KB
  * (docs/design-dynamic-shared.md) in place of what sf_heuristic_configure_bwd chose:
  * 8 states a lane, blocks of 8 steps (4 at N = 256), 16 channels a block at N = 64 and 8
- * above. Nothing changes elsewhere, or when the channels of a group do not divide. */
+ * above; registers capped for 2 blocks an SM at N = 128 and 256, but not with the gate at
+ * N = 256 (one block fits). Nothing changes elsewhere, or when the channels of a group do
+ * not divide. */
 #define SF_LARGE_SHARED_MIN (200 << 10)
 void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                                    int shared_optin);
