@@ -102,6 +102,25 @@ static int expect_launch_generated(const sf_variant *v, int threads, int items, 
   return generated;
 }
 
+/* The kinds of call the large-shared tests cover: every dtype, gated or not, one group or two. */
+enum { CALL_KINDS = (int)(sizeof dtypes / sizeof dtypes[0]) * 2 * 2 };
+
+/* The heuristics' choice (sf_heuristic_choose) for a 2048-step call of op of the given kind
+ * (0 .. CALL_KINDS - 1), where a block may opt in to 227 KB; expects 163 KB (A100) to choose
+ * what sf_heuristic_configure(_bwd) alone does. */
+static sf_variant large_shared_choice(sf_op op, int dstate, int64_t batch, int64_t dim, int kind) {
+  const int groups = 1 + kind % 2;
+  sf_variant v = sf_variant_default();
+  v.op = op, v.dstate = dstate, v.dtype = dtypes[kind / 4], v.has_z = (kind / 2) % 2;
+  sf_variant configured = v, a100 = v;
+  if (op == SF_OP_BWD) sf_heuristic_configure_bwd(&configured, batch, dim, groups, 2048);
+  else sf_heuristic_configure(&configured, batch, dim, groups, 2048);
+  sf_heuristic_choose(&a100, batch, dim, groups, 2048, 163 << 10);
+  cr_expect(sf_variant_same(&a100, &configured), "N = %d: 163 KB changes nothing", dstate);
+  sf_heuristic_choose(&v, batch, dim, groups, 2048, 227 << 10);
+  return v;
+}
+
 /* The backward's launches above 48 KB (sf_heuristic_large_shared_bwd): on a GPU whose
  * blocks may opt in to 227 KB (H100, H200), N = 64, 128, 256 over 1024 steps or more take 8
  * states a lane (16 channels a block at N = 64, 8 above; 4 steps at N = 256, uncapped with
@@ -113,21 +132,13 @@ Test(tuning_heuristics, large_states_take_dynamic_shared_memory_where_the_gpu_al
       {64, 4, 1024, 8, 8, 16, 0}, {128, 2, 512, 16, 8, 8, 2}, {256, 1, 512, 32, 4, 8, 2}};
   int generated = 0;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
-      for (int gated = 0; gated < 2; gated++)
-        for (int groups = 1; groups <= 2; groups++) {
-          sf_variant v = sf_variant_default();
-          v.op = SF_OP_BWD, v.dstate = cases[k].dstate, v.dtype = dtypes[t], v.has_z = gated;
-          sf_heuristic_configure_bwd(&v, cases[k].batch, cases[k].dim, groups, 2048);
-          sf_variant unchanged = v;
-          sf_heuristic_large_shared_bwd(&unchanged, cases[k].batch, cases[k].dim, groups, 2048, 163 << 10);
-          cr_expect(sf_variant_same(&unchanged, &v), "N = %d: 163 KB changes nothing", cases[k].dstate);
-          sf_heuristic_large_shared_bwd(&v, cases[k].batch, cases[k].dim, groups, 2048, 227 << 10);
-          /* the gate leaves N = 256 one block an SM: no cap for two */
-          const int min_blocks = cases[k].dstate == 256 && gated ? 1 : cases[k].min_blocks;
-          generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels, min_blocks);
-        }
-  cr_expect_eq(generated, 3 * 3 * 2 * 2);
+    for (int kind = 0; kind < CALL_KINDS; kind++) {
+      const sf_variant v = large_shared_choice(SF_OP_BWD, cases[k].dstate, cases[k].batch, cases[k].dim, kind);
+      /* the gate leaves N = 256 one block an SM: no cap for two */
+      const int min_blocks = cases[k].dstate == 256 && v.has_z ? 1 : cases[k].min_blocks;
+      generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels, min_blocks);
+    }
+  cr_expect_eq(generated, 3 * CALL_KINDS);
   static const struct { int dstate; int64_t dim, seqlen; sf_op op; } untouched[] = {
       {32, 1024, 2048, SF_OP_BWD}, {128, 512, 512, SF_OP_BWD}, {128, 12, 2048, SF_OP_BWD}, {128, 512, 2048, SF_OP_FWD}};
   for (size_t k = 0; k < sizeof untouched / sizeof untouched[0]; k++) {
@@ -154,19 +165,11 @@ Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_th
       {32, 4, 1024, 8, 32, 32}, {64, 4, 1024, 16, 32, 16}, {128, 2, 512, 32, 32, 8}, {256, 1, 512, 32, 16, 4}};
   int generated = 0;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
-      for (int gated = 0; gated < 2; gated++)
-        for (int groups = 1; groups <= 2; groups++) {
-          sf_variant v = sf_variant_default();
-          v.dstate = cases[k].dstate, v.dtype = dtypes[t], v.has_z = gated;
-          sf_heuristic_configure(&v, cases[k].batch, cases[k].dim, groups, 2048);
-          sf_variant unchanged = v;
-          sf_heuristic_large_shared_fwd(&unchanged, cases[k].batch, cases[k].dim, groups, 2048, 163 << 10);
-          cr_expect(sf_variant_same(&unchanged, &v), "N = %d: 163 KB changes nothing", cases[k].dstate);
-          sf_heuristic_large_shared_fwd(&v, cases[k].batch, cases[k].dim, groups, 2048, 227 << 10);
-          generated += expect_launch_generated(&v, cases[k].lanes, cases[k].items, cases[k].channels, 2);
-        }
-  cr_expect_eq(generated, 4 * 3 * 2 * 2);
+    for (int kind = 0; kind < CALL_KINDS; kind++) {
+      const sf_variant v = large_shared_choice(SF_OP_FWD, cases[k].dstate, cases[k].batch, cases[k].dim, kind);
+      generated += expect_launch_generated(&v, cases[k].lanes, cases[k].items, cases[k].channels, 2);
+    }
+  cr_expect_eq(generated, 4 * CALL_KINDS);
   static const struct { int dstate; int64_t batch, dim, seqlen; int groups; sf_op op; } untouched[] = {
       {16, 8, 1536, 2048, 1, SF_OP_FWD},  {128, 2, 512, 512, 1, SF_OP_FWD}, {128, 1, 256, 2048, 1, SF_OP_FWD},
       {128, 2, 512, 2048, 1, SF_OP_BWD}, {128, 32, 24, 2048, 2, SF_OP_FWD}};
