@@ -318,3 +318,39 @@ Test(tuning_lookup, deterministic_calls_take_the_default_entries_unless_they_hav
   sf_tune_table_free(t);
   free(user.entries);
 }
+
+/* The gated N = 256 bf16 backward: 32 lanes x 8 steps x 4 channels won only where 512
+ * channels make one wave of it, and was 19-25% slower at 1024 channels on both GPUs
+ * (docs/perf.md v22, v23). An entry reaches two rows buckets away, so the shipped files
+ * hold guard entries at the larger shapes; this keeps a later edit from dropping them. */
+Test(tuning_lookup, shipped_gated_n256_one_wave_launch_reaches_no_larger_shape) {
+  sf_tune_db db;
+  char *warning = NULL;
+  cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
+  sf_variant cls = sf_variant_default();
+  cls.op = SF_OP_BWD, cls.dstate = 256, cls.dtype = SF_BF16;
+  cls.has_z = cls.has_D = cls.has_delta_bias = cls.softplus = true;
+  const struct { int64_t batch, dim, seqlen; } larger[] = {
+      {2, 512, 2048}, {1, 1024, 2048}, {1, 1024, 4096}, {4, 512, 2048}, {2, 1024, 4096}};
+  int one_wave_entries = 0;
+  for (int s = 0; s < db.count; s++) {
+    sf_tune_table *t;
+    cr_assert_eq(sf_tune_table_build(&db.sections[s], NULL, &t), SF_OK);
+    for (int block_states = 0; block_states <= 1; block_states++) {
+      sf_variant v = cls;
+      if (sf_tune_table_lookup(t, &v, block_states, 1, 512, 1, 2048) && v.items == 8 && v.channels == 4)
+        one_wave_entries++;
+      for (size_t i = 0; i < sizeof larger / sizeof larger[0]; i++) {
+        v = cls;
+        if (!sf_tune_table_lookup(t, &v, block_states, larger[i].batch, larger[i].dim, 1, larger[i].seqlen))
+          continue; /* the heuristics decide: 32 x 4 x 8 */
+        cr_expect(!(v.threads == 32 && v.items == 8 && v.channels == 4),
+                  "%s, block_states=%d: (%lld,%lld,%lld) takes 32/8/4", db.sections[s].gpu.name, block_states,
+                  (long long)larger[i].batch, (long long)larger[i].dim, (long long)larger[i].seqlen);
+      }
+    }
+    sf_tune_table_free(t);
+  }
+  cr_expect_geq(one_wave_entries, 1, "the shipped files hold the 512-channel entry this guards");
+  sf_tune_db_free(&db);
+}
