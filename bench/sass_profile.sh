@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The static profile of one variant's main kernel, on this machine, no GPU: the product's
 # own NVRTC compile (scanforge compile: registers, spills, stack, shared memory), then
-# the SASS loops and their instruction mix (bench/sass_loops.py). Needs cuobjdump and
+# the SASS loops and their instruction mix (bench/sass_loops.py), then where its registers
+# are live (bench/live_registers.py: the peak a register cap must clear). Needs cuobjdump and
 # nvdisasm: the CUDA toolkit's, or `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`
 # (docs/perf.md, "Static profiles").
 # usage: bench/sass_profile.sh SPEC [ARCH]     (ARCH default sm_90; template changes are
@@ -29,3 +30,5 @@ case "$spec" in *op=bwd*) kernel=sf_scan_bwd ;; *) kernel=sf_scan_fwd ;; esac
 per=$(awk '$1 == "compiled" { n = split($2, kv, ","); for (i = 1; i <= n; i++) { split(kv[i], p, "="); k[p[1]] = p[2] }
            if (k["split"] == "state") print k["items"] * k["dstate"] / k["threads"] }' "$work/report")
 python3 "$here/sass_loops.py" "$work/k.sass" --kernel "$kernel" ${per:+--per $per}
+"$NVDISASM_PATH/nvdisasm" --life-range-mode count "$work/k.cubin" > "$work/k.live"
+python3 "$here/live_registers.py" "$work/k.live" --kernel "$kernel"

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""live_registers.py: where a kernel's registers are live, from nvdisasm's life ranges.
+
+A static profile (no GPU): a kernel's register count is set by its most crowded point,
+and a register cap below it spills. This reads `nvdisasm --life-range-mode count` output
+(a live-register count per instruction) for one function and prints its peak, how much of
+the code runs near it, and the stretches of code where the count stays near the peak, with
+their instruction mix: which part of the kernel (staging, the reverse pass, the sums)
+decides the registers, and how far below the peak the rest of it stays.
+
+usage: live_registers.py LISTING [--kernel NAME] [--within N]
+  LISTING   output of `nvdisasm --life-range-mode count FILE.cubin`
+  --kernel  the function to read (default: the first in the listing)
+  --within  a stretch is code within N registers of the peak (default 16)"""
+import argparse
+import collections
+import re
+import sys
+
+LABEL = re.compile(r"^(\w+):\s")
+INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,8})\*/\s+(.*?)\s*;\s*//\s*\|\s*(\d*)\s*\|")
+
+
+def read_functions(path):
+    """{name: [(address, text, live)]} of every function in the listing, in order."""
+    functions, current = {}, None
+    with open(path) as listing:
+        for line in listing:
+            label = LABEL.match(line)
+            if label and not label.group(1).startswith("."):
+                current = functions.setdefault(label.group(1), [])
+                continue
+            found = INSTRUCTION.match(line)
+            if found and current is not None:
+                live = int(found.group(3)) if found.group(3) else 0
+                current.append((int(found.group(1), 16), found.group(2), live))
+    return functions
+
+
+def opcode(text):
+    words = text.split()
+    word = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+    return word.split(".")[0]
+
+
+def stretches(code, floor):
+    """Runs of consecutive instructions whose live count is at least `floor`."""
+    out, current = [], None
+    for address, text, live in code:
+        if live >= floor:
+            if current is None:
+                current = {"first": address, "count": 0, "peak": 0, "ops": collections.Counter()}
+                out.append(current)
+            current["last"] = address
+            current["count"] += 1
+            current["peak"] = max(current["peak"], live)
+            current["ops"][opcode(text)] += 1
+        else:
+            current = None
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("listing")
+    parser.add_argument("--kernel")
+    parser.add_argument("--within", type=int, default=16)
+    args = parser.parse_args()
+    functions = read_functions(args.listing)
+    if not functions:
+        sys.exit(f"live_registers.py: no function with life ranges in {args.listing} (nvdisasm --life-range-mode count?)")
+    name = args.kernel or next(iter(functions))
+    if name not in functions:
+        sys.exit(f"live_registers.py: no function {name} in {args.listing}; there are: {', '.join(functions)}")
+    code = functions[name]
+    peak = max(live for _, _, live in code)
+    floor = peak - args.within
+    near = sum(1 for _, _, live in code if live >= floor)
+    print(f"{name}: {len(code)} instructions, at most {peak} registers live; "
+          f"{near} instructions ({100.0 * near / len(code):.0f}%) within {args.within} of it")
+    for run in stretches(code, floor):
+        if run["count"] < 8:
+            continue
+        mix = " ".join(f"{op}:{n}" for op, n in run["ops"].most_common(6))
+        print(f"  {run['first']:#07x}-{run['last']:#07x}  {run['count']:5d} instructions, peak {run['peak']:3d}  {mix}")
+
+
+if __name__ == "__main__":
+    main()
