@@ -69,7 +69,7 @@ typedef struct run_state {
 
 /* The second round of an entry: the refinements of its REFINE_BASES fastest candidates,
  * REFINE_EACH of each at most (room for them is planned up front). */
-enum { REFINE_BASES = 3, REFINE_EACH = 8, REFINE_EXTRA = REFINE_BASES * REFINE_EACH };
+enum { REFINE_BASES = 3, REFINE_EACH = 12, REFINE_EXTRA = REFINE_BASES * REFINE_EACH };
 
 /* ---- progress.c: the clock, the stop, progress reports ---------------------------------- */
 

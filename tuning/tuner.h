@@ -65,9 +65,11 @@ int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *
 
 /* The second round around a candidate `base`: the same knobs with each other number of
  * states 1, 2, 4, ... <= N that a split=time forward template would really use (a divisor
- * of N), and with minblocks 2, 4, 8 (registers capped so that many blocks fit an SM)
- * where that many blocks fit 2048 threads. The tuner tries them on its three fastest
- * candidates. Writes up to `cap` and returns how many there are. */
+ * of N; for the split=state backward, the states a lane interleaves per pass), and with
+ * minblocks 2, 4, 8, 16, 24, 32 and the counts that put 10 and 12 warps on an SM
+ * (registers capped so that many blocks fit an SM) where that many blocks fit 2048
+ * threads. The tuner tries them on its three fastest candidates. Writes up to `cap` and
+ * returns how many there are. */
 int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap);
 
 /* ---- running ---------------------------------------------------------------------------- */

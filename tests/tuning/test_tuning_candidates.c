@@ -216,7 +216,7 @@ Test(tuning_candidates, refinements_are_distinct_states_and_register_caps) {
     }
   }
   cr_expect_eq(states, 4, "states 2, 4, 8, 16");
-  cr_expect_eq(caps, 4, "minblocks 2, 4, 8, 16 for a block of 128");
+  cr_expect_eq(caps, 5, "minblocks 2, 3 (12 warps an SM), 4, 8, 16 for a block of 128");
   r.variant.dstate = base.dstate = 12; /* divisors 1, 2, 4 among the powers of two up to 12 */
   n = sf_tune_refinements(&r, &base, out, 16);
   states = 0;
@@ -242,7 +242,13 @@ Test(tuning_candidates, refinements_are_distinct_states_and_register_caps) {
     caps += out[i].min_blocks != 0;
   }
   cr_expect_eq(states, 2, "states 2 and 4");
-  cr_expect_eq(caps, 6, "minblocks 2, 4, 8, 16, 24, 32 for a block of 32");
+  cr_expect_eq(caps, 8, "minblocks 2, 4, 8, 10, 12, 16, 24, 32 for a block of 32");
+  /* A block of two warps: 5 and 6 blocks put 10 and 12 warps on an SM. */
+  base.channels = 16;
+  n = sf_tune_refinements(&r, &base, out, 16);
+  bool five = false, six = false;
+  for (int i = 0; i < n; i++) five |= out[i].min_blocks == 5, six |= out[i].min_blocks == 6;
+  cr_expect(five && six, "minblocks 5 and 6 for a block of 64");
 }
 
 Test(tuning_candidates, entries_file_parses_and_formats_back) {
