@@ -17,30 +17,16 @@ import collections
 import re
 import sys
 
+from sass_loops import opcode, read_functions
+
+# nvdisasm's function labels ("name:"; its section labels start with a dot) and its
+# instructions with the trailing life-range columns, the first being the live registers
 LABEL = re.compile(r"^(\w+):\s")
 INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,8})\*/\s+(.*?)\s*;\s*//\s*\|\s*(\d*)\s*\|")
 
 
-def read_functions(path):
-    """{name: [(address, text, live)]} of every function in the listing, in order."""
-    functions, current = {}, None
-    with open(path) as listing:
-        for line in listing:
-            label = LABEL.match(line)
-            if label and not label.group(1).startswith("."):
-                current = functions.setdefault(label.group(1), [])
-                continue
-            found = INSTRUCTION.match(line)
-            if found and current is not None:
-                live = int(found.group(3)) if found.group(3) else 0
-                current.append((int(found.group(1), 16), found.group(2), live))
-    return functions
-
-
-def opcode(text):
-    words = text.split()
-    word = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
-    return word.split(".")[0]
+def with_live(found):
+    return int(found.group(1), 16), found.group(2), int(found.group(3) or 0)
 
 
 def stretches(code, floor):
@@ -66,7 +52,7 @@ def main():
     parser.add_argument("--kernel")
     parser.add_argument("--within", type=int, default=16)
     args = parser.parse_args()
-    functions = read_functions(args.listing)
+    functions = read_functions(args.listing, LABEL, INSTRUCTION, with_live)
     if not functions:
         sys.exit(f"live_registers.py: no function with life ranges in {args.listing} (nvdisasm --life-range-mode count?)")
     name = args.kernel or next(iter(functions))

@@ -21,18 +21,21 @@ INSTRUCTION = re.compile(r"\s+/\*([0-9a-f]{4,8})\*/\s+(.*?)\s*;")
 FUNCTION = re.compile(r"\s*Function : (\S+)")
 
 
-def read_functions(path):
-    """{name: [(address, text)]} of every function in the listing, in order."""
+def read_functions(path, header=FUNCTION, instruction=INSTRUCTION,
+                   record=lambda found: (int(found.group(1), 16), found.group(2))):
+    """{name: [record(match)]} of every function in the listing, in order: by default
+    (address, text) of each instruction of a `cuobjdump -sass` listing; other listings
+    give their own function header and instruction patterns (bench/live_registers.py)."""
     functions, current = {}, None
     with open(path) as listing:
         for line in listing:
-            header = FUNCTION.match(line)
-            if header:
-                current = functions.setdefault(header.group(1), [])
+            start = header.match(line)
+            if start:
+                current = functions.setdefault(start.group(1), [])
                 continue
-            found = INSTRUCTION.match(line)
+            found = instruction.match(line)
             if found and current is not None:
-                current.append((int(found.group(1), 16), found.group(2)))
+                current.append(record(found))
     return functions
 
 
