@@ -15,9 +15,8 @@ usage: live_registers.py LISTING [--kernel NAME] [--within N]
 import argparse
 import collections
 import re
-import sys
 
-from sass_loops import opcode, read_functions
+from sass_loops import chosen_function, opcode, read_functions
 
 # nvdisasm's function labels ("name:"; its section labels start with a dot) and its
 # instructions with the trailing life-range columns, the first being the live registers
@@ -52,13 +51,8 @@ def main():
     parser.add_argument("--kernel")
     parser.add_argument("--within", type=int, default=16)
     args = parser.parse_args()
-    functions = read_functions(args.listing, LABEL, INSTRUCTION, with_live)
-    if not functions:
-        sys.exit(f"live_registers.py: no function with life ranges in {args.listing} (nvdisasm --life-range-mode count?)")
-    name = args.kernel or next(iter(functions))
-    if name not in functions:
-        sys.exit(f"live_registers.py: no function {name} in {args.listing}; there are: {', '.join(functions)}")
-    code = functions[name]
+    name, code = chosen_function(read_functions(args.listing, LABEL, INSTRUCTION, with_live), args.kernel,
+                                 args.listing, "live_registers.py", "is it nvdisasm --life-range-mode count output?")
     peak = max(live for _, _, live in code)
     floor = peak - args.within
     near = sum(1 for _, _, live in code if live >= floor)

@@ -39,6 +39,17 @@ def read_functions(path, header=FUNCTION, instruction=INSTRUCTION,
     return functions
 
 
+def chosen_function(functions, name, path, tool, hint):
+    """(name, code) of the function `name` (default: the first) among a listing's functions;
+    exits with a message from `tool` when there is none (`hint`: what the listing should be)."""
+    if not functions:
+        sys.exit(f"{tool}: no function found in {path} ({hint})")
+    name = name or next(iter(functions))
+    if name not in functions:
+        sys.exit(f"{tool}: no function {name} in {path}; it has {', '.join(functions)}")
+    return name, functions[name]
+
+
 def opcode(text):
     words = text.split()
     word = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
@@ -64,13 +75,8 @@ def main():
     parser.add_argument("--kernel")
     parser.add_argument("--per", type=float)
     args = parser.parse_args()
-    functions = read_functions(args.listing)
-    if not functions:
-        sys.exit(f"sass_loops.py: no function found in {args.listing} (is it cuobjdump -sass output?)")
-    name = args.kernel or next(iter(functions))
-    if name not in functions:
-        sys.exit(f"sass_loops.py: no function {name} in {args.listing}; it has {', '.join(functions)}")
-    body = functions[name]
+    name, body = chosen_function(read_functions(args.listing), args.kernel, args.listing, "sass_loops.py",
+                                 "is it cuobjdump -sass output?")
     print(f"{name}: {len(body)} instructions")
     for first, last in loops(body):
         mix = collections.Counter(opcode(text) for _, text in body[first:last + 1])
