@@ -109,27 +109,14 @@ static int effective_states(int s, int n) {
   return s;
 }
 
-/* The blocks per SM a register cap is tried at, ascending: 2, 4, 8, 16, 24, 32, and the
- * counts that put 10 and 12 warps on an SM where whole blocks of `block` threads make
- * them. The doubling steps alone jump from 8 warps an SM (up to 255 registers) to 16 (128):
- * kernels whose registers sit between, as the N = 16 backward's 168-242, never got a cap
- * that buys a few warps without the spills of 128 (caps of 200 and 168 registers here;
- * docs/tuning.md). */
-static int register_cap_blocks(int block, int out[8]) {
-  static const int doubling[] = {2, 4, 8, 16, 24, 32};
-  const int warps = (block + 31) / 32;
-  int count = 0;
-  for (size_t i = 0; i < sizeof doubling / sizeof doubling[0]; i++) out[count++] = doubling[i];
-  for (int target = 10; target <= 12; target += 2) {
-    const int blocks = target / warps;
-    bool known = target % warps != 0 || blocks < 2;
-    for (int i = 0; i < count && !known; i++) known = out[i] == blocks;
-    if (known) continue;
-    int at = count++;
-    while (at > 0 && out[at - 1] > blocks) out[at] = out[at - 1], at--;
-    out[at] = blocks;
-  }
-  return count;
+/* Whether a register cap for `blocks` blocks an SM is worth a candidate: 2, 4, 8, 16, 24,
+ * 32, and the counts that put 10 or 12 warps (of `warps` a block) on an SM. The doubling
+ * steps alone jump from 8 warps an SM (up to 255 registers) to 16 (128): kernels whose
+ * registers sit between, as the N = 16 backward's 168-242, never got a cap that buys a few
+ * warps without the spills of 128 (caps of 200 and 168 registers here; docs/tuning.md). */
+static bool register_cap_worth_trying(int blocks, int warps) {
+  const bool doubling = blocks == 2 || blocks == 4 || blocks == 8 || blocks == 16 || blocks == 24 || blocks == 32;
+  return doubling || blocks * warps == 10 || blocks * warps == 12;
 }
 
 int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_variant *out, int cap) {
@@ -154,11 +141,9 @@ int sf_tune_refinements(const sf_tune_request *r, const sf_variant *base, sf_var
   /* Register caps: blocks per SM the kernel must fit, while that many blocks still fit
    * the SM's 2048 threads (and its 32 blocks). */
   const int block = sf_variant_block_threads(base);
-  int caps[8];
-  const int cap_count = register_cap_blocks(block, caps);
-  for (int i = 0; i < cap_count; i++) {
-    const int blocks = caps[i];
-    if (blocks == base->min_blocks || blocks * block > 2048) continue;
+  for (int blocks = 2; blocks <= 32; blocks++) {
+    if (!register_cap_worth_trying(blocks, (block + 31) / 32) || blocks == base->min_blocks || blocks * block > 2048)
+      continue;
     sf_variant v = *base;
     v.min_blocks = blocks;
     if (sf_variant_validate(&v) != SF_OK) continue;
