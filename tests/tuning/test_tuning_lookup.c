@@ -354,3 +354,40 @@ Test(tuning_lookup, shipped_gated_n256_one_wave_launch_reaches_no_larger_shape) 
   cr_expect_geq(one_wave_entries, 1, "the shipped files hold the 512-channel entry this guards");
   sf_tune_db_free(&db);
 }
+
+/* The 130M-sized backward past one wave (docs/perf.md v24): batch x dim in (16384, 32768]
+ * takes 4 lanes x 8 steps x 16 channels at 6 blocks an SM in bf16 with block states and
+ * in fp32 by default (measured 9-24% faster than the lanes twin the (8,1536) entry led
+ * to); the other two modes keep the (8,1536) entry, whose launch the new one lost to on
+ * (16,2048) and (8,4096) by 5-9%. */
+Test(tuning_lookup, shipped_n16_entries_past_one_wave) {
+  sf_tune_db db;
+  char *warning = NULL;
+  cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
+  int spread = 0;
+  for (int s = 0; s < db.count; s++) {
+    sf_tune_table *t;
+    cr_assert_eq(sf_tune_table_build(&db.sections[s], NULL, &t), SF_OK);
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+      for (int block_states = 0; block_states <= 1; block_states++) {
+        sf_variant cls = sf_variant_default();
+        cls.op = SF_OP_BWD, cls.dstate = 16, cls.dtype = bf16 ? SF_BF16 : SF_FP32;
+        cls.has_z = cls.has_D = cls.has_delta_bias = cls.softplus = true;
+        const bool measured_faster = bf16 ? block_states : !block_states;
+        const struct { int64_t batch, dim; } shapes[] = {{12, 1536}, {16, 1536}, {16, 2048}, {8, 4096}};
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+          sf_variant v = cls;
+          if (!sf_tune_table_lookup(t, &v, block_states, shapes[i].batch, shapes[i].dim, 1, 2048)) continue;
+          const bool takes = v.threads == 4 && v.items == 8 && v.channels == 16 && v.min_blocks == 6;
+          spread += takes;
+          cr_expect_eq(takes, measured_faster, "%s, bf16=%d, block_states=%d, (%lld,%lld): %d/%d/%d+b%d",
+                       db.sections[s].gpu.name, bf16, block_states, (long long)shapes[i].batch,
+                       (long long)shapes[i].dim, v.threads, v.items, v.channels, v.min_blocks);
+        }
+      }
+    }
+    sf_tune_table_free(t);
+  }
+  cr_expect_geq(spread, 8, "the shipped files hold the bucket's entries");
+  sf_tune_db_free(&db);
+}
