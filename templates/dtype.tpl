@@ -41,6 +41,12 @@ __device__ __forceinline__ elem_t from_float(float x) {
 @ if size == 2 then
 /* Four 16-bit elements at `from` (8-byte aligned), as loaded: one 8-byte load. */
 __device__ __forceinline__ uint2 load4_16(const elem_t *from) { return *reinterpret_cast<const uint2 *>(from); }
+/* Four 16-bit elements at `from` (8-byte aligned) as fp32: one 8-byte load. */
+__device__ __forceinline__ float4 load4_f32(const elem_t *from) {
+  const uint2 w = load4_16(from);
+  return make_float4(to_float((elem_t)(w.x & 0xffffu)), to_float((elem_t)(w.x >> 16)), to_float((elem_t)(w.y & 0xffffu)),
+                     to_float((elem_t)(w.y >> 16)));
+}
 /* Those four elements as fp32 at `to` (16-byte aligned): one 16-byte store. */
 __device__ __forceinline__ void store4_f32(uint2 w, float *to) {
   *reinterpret_cast<float4 *>(to) = make_float4(to_float((elem_t)(w.x & 0xffffu)), to_float((elem_t)(w.x >> 16)),

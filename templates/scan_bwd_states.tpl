@@ -56,7 +56,11 @@
 @ local TBP = TB + EPC      -- a staged row, padded by one copy against bank conflicts
 @ local var_rows = (variant.B_var and N or 0) + (variant.C_var and N or 0)
 @ local stage_bytes = (var_rows + CH * (variant.z and 4 or 3)) * TBP * size
-@ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
+@ -- 16-bit B and C are read from the stage as they landed, four steps in one 8-byte load,
+@ -- and widened where they are used: half the shared-memory bytes of fp32 rows, and those
+@ -- bytes bound this kernel. Blocks of 4 steps widen them once into fp32 rows instead,
+@ -- which measured faster there (docs/design-direct-bc.md).
+@ local converted = (size == 2 and TB < 8) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
 @ -- shared arrays written by every lane at once: strides that spread the writes over banks
 @ local part_row, part_slot = common.vector_row_strides(LN, LN, TB, Q, R) -- written 16 bytes at a time
 @ local red_row, red_slot = common.spread_strides(LN, 1, N, TB, 4) -- 16-byte rows for the sums
@@ -147,6 +151,13 @@ __device__ __forceinline__ four load4(const float *p) {
   const float4 x = *reinterpret_cast<const float4 *>(p);
   return four{{x.x, x.y, x.z, x.w}};
 }
+@ if size == 2 then
+/* Four consecutive 16-bit elements of shared memory (8-byte aligned), widened. */
+__device__ __forceinline__ four load4(const elem_t *p) {
+  const float4 x = load4_f32(p);
+  return four{{x.x, x.y, x.z, x.w}};
+}
+@ end
 
 /* One time block's inputs in shared memory, as stored in memory (type T). */
 struct stage_t {
@@ -289,7 +300,7 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 @ end
   };
 @ local function row_of(m)
-@   if size == 2 then return string.format("&BC_f32[%d][lane + s * %d][0]", (m == "C" and variant.B_var) and 1 or 0, LN) end
+@   if converted > 0 then return string.format("&BC_f32[%d][lane + s * %d][0]", (m == "C" and variant.B_var) and 1 or 0, LN) end
 @   return string.format("&st.%s[lane + s * %d][0]", m, LN)
 @ end
 

@@ -30,7 +30,6 @@
 @ local var_rows = (variant.B_var and N or 0) + (variant.C_var and N or 0)
 @ local seq_rows = CH * (variant.z and 3 or 2)
 @ local stage_bytes = (var_rows + seq_rows) * TBP * size
-@ local converted = (size == 2) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
 @ -- The block's shared arrays, in the order they are declared. Above 48 KB they move to
 @ -- dynamic shared memory, one layout for every entry point (docs/design-dynamic-shared.md).
 @ local shared_layout = import("shared_layout")
@@ -43,7 +42,6 @@
 @ array("float", "dt_smem", string.format("[%d][%d]", CH, TB + 4), CH * (TB + 4) * 4, "each step's dt, computed once by the lane that owns the step")
 @ array("float", "dtu_smem", string.format("[%d][%d]", CH, TB + 4), CH * (TB + 4) * 4, "each step's dt * u")
 @ array("float", "y_part", string.format("[%d][%d][%d]", CH, LN, TB + 4), CH * LN * (TB + 4) * 4, "each lane's part of y")
-@ if converted > 0 then array("float", "BC_f32", string.format("[%d][%d][%d]", converted, N, TB + 4), converted * N * (TB + 4) * 4, "B and C of the block converted to fp32 once, for every channel of the block") end
 @ array("const elem_t *", "task_src", string.format("[%d][%d]", tasks_per_thread, BLOCK), tasks_per_thread * BLOCK * 8, "stage_tasks.tpl's copy table")
 @ local smem_bytes = shared_layout.bytes(shared_arrays)
 @ local dynamic = smem_bytes > shared_layout.STATIC_MAX
@@ -198,17 +196,6 @@ $(shared_layout.body_declarations(shared_arrays, "fwd_shared_t", dynamic, { task
     copies_wait_previous();
     __syncthreads();
     const stage_t &st = stages[k & 1];
-@ if converted > 0 then
-    /* 16-bit B and C to fp32, once per block instead of once per channel */
-@   local list = {}
-@   for _, m in ipairs({ "B", "C" }) do
-@     if variant[m .. "_var"] then
-@       list[#list + 1] = { from = "st." .. m, to = "BC_f32[" .. #list .. "]", when = m == "C" and "!CARRY" or nil }
-@     end
-@   end
-$(common.widen_rows(list, N, TB, BLOCK, "    "))
-    __syncthreads();
-@ end
 
     /* dt and dt*u of my share of the steps, published for the channel's other lanes */
     const int mine = lane * $(Q); /* my steps within the block */
@@ -233,9 +220,12 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
       store_steps(&dtu_smem[slot][mine], dtu_q);
     }
     __syncwarp();
-@ local function row_of(m, index)
-@   if size == 2 then return string.format("&BC_f32[%d][lane + s * %d][0]", index, LN) end
-@   return string.format("&st.%s[lane + s * %d][0]", m, LN)
+@ -- Four steps of my row of B or C, as a float4: 16-bit rows are read from the stage as they
+@ -- landed and widened here (half the shared-memory bytes of fp32 rows; docs/design-direct-bc.md).
+@ local function load_bc4(m)
+@   local row = string.format("&st.%s[lane + s * %d][0]", m, LN)
+@   if size == 2 then return string.format("load4_f32(%s + i4)", row) end
+@   return string.format("*reinterpret_cast<const float4 *>(%s + i4)", row)
 @ end
     if (CARRY) { /* the decays and the state, nothing else */
 #pragma unroll
@@ -245,7 +235,7 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 #pragma unroll
         for (int s = 0; s < $(S); s++) {
 @ if variant.B_var then
-          const float4 Bq = *reinterpret_cast<const float4 *>($(row_of("B", 0)) + i4);
+          const float4 Bq = $(load_bc4("B"));
 @ end
 @ for _, comp in ipairs({ "x", "y", "z", "w" }) do
           {
@@ -262,7 +252,6 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
     /* My states through the block, step by step with the S states interleaved (S
      * independent chains of exponentials and multiply-adds); y collects my states' part
      * of the output. B and C come from shared memory four steps at a time. */
-@ local C_index = variant.B_var and 1 or 0
 #pragma unroll
     for (int i4 = 0; i4 < $(TB); i4 += 4) {
       const float4 dt4 = *reinterpret_cast<const float4 *>(&dt_smem[slot][i4]);
@@ -277,10 +266,10 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 #pragma unroll
       for (int s = 0; s < $(S); s++) {
 @ if variant.B_var then
-        Bq[s] = *reinterpret_cast<const float4 *>($(row_of("B", 0)) + i4);
+        Bq[s] = $(load_bc4("B"));
 @ end
 @ if variant.C_var then
-        Cq[s] = *reinterpret_cast<const float4 *>($(row_of("C", C_index)) + i4);
+        Cq[s] = $(load_bc4("C"));
 @ end
       }
 @ for ii, comp in ipairs({ "x", "y", "z", "w" }) do

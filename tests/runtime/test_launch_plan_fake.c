@@ -176,15 +176,15 @@ Test(launch_plan_fake, dynamic_shared_memory_is_read_from_the_module_and_counted
   cr_expect_gt(small.blocks_per_sm, big.blocks_per_sm, "the static layout of 4 steps (42880 bytes) holds more");
 }
 
-/* A module that declares nearly all the shared memory a block may have (a backward of 8
- * lanes x 16 steps x 32 channels at N = 32 in bf16, 231936 bytes): its segment carries'
+/* A module that declares nearly all the shared memory a block may have (a backward of 16
+ * lanes x 16 steps x 8 channels at N = 128 in bf16, 230784 bytes): its segment carries'
  * combine, which has static arrays of its own, loads and launches without the module's
  * dynamic shared memory. Given it, as until stop 32, the combine's static and dynamic bytes
  * exceeded the 227 KiB a block may have (the tuner met this on an H200). */
 Test(launch_plan_fake, helper_kernels_of_a_large_module_take_no_dynamic_shared_memory, .init = setup,
      .fini = teardown, .timeout = 300) {
   sf_variant v;
-  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=32,dtype=bf16,threads=8,items=16,channels=32,z=1,"
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=128,dtype=bf16,threads=16,items=16,channels=8,z=1,"
                                 "D=1,delta_bias=1,softplus=1",
                                 &v),
                SF_OK, "%s", sf_last_error());
