@@ -4,7 +4,8 @@ and instruction mix, and per (t, n) when told how many a pass of the loop covers
 
 A static profile: counts what one pass through each loop body issues (the instructions
 between a backward branch and its target), not what runs; branches inside a body count
-whole. Good for comparing two versions of a template before a GPU run (docs/perf.md
+whole. Also about how many shared-memory wavefronts a warp's pass costs (the L1 data
+pipe, which bounds the split=state kernels: docs/perf.md v24). Good for comparing two versions of a template before a GPU run (docs/perf.md
 says which loop is which for the split=state kernels).
 
 usage: sass_loops.py LISTING [--kernel NAME] [--per N]
@@ -56,6 +57,24 @@ def opcode(text):
     return word.split(".")[0]
 
 
+SHARED = ("LDS", "STS", "LDGSTS", "ATOMS", "LDSM")
+
+
+def shared_wavefronts(text):
+    """The L1 data-pipe wavefronts one warp's execution of this instruction costs in shared
+    memory without bank conflicts (0 for other instructions): 128 bytes a wavefront, at
+    least one; an access of 4 bytes or less a thread fills one, 8 bytes two, 16 bytes
+    four. Conflicts add to it; 16-byte loads that many threads share can take less (the
+    130M backward's averaged 3.5; docs/perf.md v24)."""
+    words = text.split()
+    word = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+    parts = word.split(".")
+    if parts[0] not in SHARED:
+        return 0
+    bits = max([int(p) for p in parts[1:] if p.isdigit()] + [32])
+    return max(1, bits // 32)
+
+
 def loops(instructions):
     """(first, last) index pairs of the bodies closed by a branch to an earlier address."""
     where = {address: i for i, (address, _) in enumerate(instructions)}
@@ -82,8 +101,10 @@ def main():
         mix = collections.Counter(opcode(text) for _, text in body[first:last + 1])
         length = last - first + 1
         per = f"  {length / args.per:6.1f} per (t, n)" if args.per else ""
+        waves = sum(shared_wavefronts(text) for _, text in body[first:last + 1])
+        waves_per = f" ({waves / args.per:.2f} per (t, n))" if args.per else ""
         top = " ".join(f"{op}:{count}" for op, count in mix.most_common(14))
-        print(f"  loop {first:5d}..{last:5d}: {length:5d}{per}  {top}")
+        print(f"  loop {first:5d}..{last:5d}: {length:5d}{per}  shared wavefronts ~{waves}{waves_per}  {top}")
 
 
 if __name__ == "__main__":

@@ -21,14 +21,23 @@ def main():
     # the loop closed at 0x70 runs from 0x10: FMUL, MUFU, FFMA, BRA, FADD, ISETP, BRA
     assert "loop     1..    7:     7" in lines[1] and "3.5 per (t, n)" in lines[1], lines
     assert "BRA:2" in lines[1] and "MUFU:1" in lines[1], lines
-    # the loop closed at 0x10010 (a 5-digit address) runs from 0x80
+    assert "shared wavefronts ~0 (0.00 per (t, n))" in lines[1], lines
+    # the loop closed at 0x10010 (a 5-digit address) runs from 0x80; its LDS.128 costs a
+    # warp four wavefronts
     assert "loop     8..   10:     3" in lines[2], lines
+    assert "shared wavefronts ~4 (2.00 per (t, n))" in lines[2], lines
     assert len(lines) == 3, lines
     first = run()  # the first function of the listing, which has no loop
     assert first.stdout.splitlines() == ["sf_other: 2 instructions"], first.stdout
     missing = run("--kernel", "sf_none")
     assert missing.returncode != 0 and "no function sf_none" in missing.stderr, missing.stderr
-    print("sass_loops.py: 3 checks passed")
+    sys.path.insert(0, os.path.dirname(TOOL))
+    from sass_loops import shared_wavefronts
+    widths = {"LDS.U16 R1, [R2]": 1, "LDS R1, [R2+0x10]": 1, "STS.64 [R1], R2": 2, "@P0 LDS.128 R4, [R1]": 4,
+              "LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64]": 4, "FMUL R1, R2, R3": 0, "LDG.E.128 R4, [R2]": 0}
+    for text, waves in widths.items():
+        assert shared_wavefronts(text) == waves, (text, shared_wavefronts(text))
+    print("sass_loops.py: 4 checks passed")
 
 
 if __name__ == "__main__":
