@@ -31,16 +31,21 @@ def parse(lines):
     return kernels
 
 
+def unit(metric):
+    """The unit a utilisation metric measures: its name before the rollup."""
+    return metric.split(".avg")[0].split(".sum")[0]
+
+
 def table(kernels, top):
     out = []
     for name, metrics in kernels:
         out.append(f"== {name}")
         ranked = sorted(metrics, key=lambda m: -m[1])
         for metric, value in ranked[:top]:
-            out.append(f"{value:7.2f}%  {metric.split('.avg')[0].split('.sum')[0]}")
+            out.append(f"{value:7.2f}%  {unit(metric)}")
         if ranked:
             metric, value = ranked[0]
-            out.append(f"bound: {metric.split('.avg')[0].split('.sum')[0]} at {value:.1f}% of its peak")
+            out.append(f"bound: {unit(metric)} at {value:.1f}% of its peak")
     return "\n".join(out)
 
 

@@ -5,8 +5,9 @@ and instruction mix, and per (t, n) when told how many a pass of the loop covers
 A static profile: counts what one pass through each loop body issues (the instructions
 between a backward branch and its target), not what runs; branches inside a body count
 whole. Also about how many shared-memory wavefronts a warp's pass costs (the L1 data
-pipe, which bounds the split=state kernels: docs/perf.md v24). Good for comparing two versions of a template before a GPU run (docs/perf.md
-says which loop is which for the split=state kernels).
+pipe, which bounds the split=state kernels: docs/perf.md v24). Good for comparing two
+versions of a template before a GPU run (docs/perf.md says which loop is which for the
+split=state kernels).
 
 usage: sass_loops.py LISTING [--kernel NAME] [--per N]
   LISTING   output of `cuobjdump -sass FILE.cubin`
@@ -51,10 +52,14 @@ def chosen_function(functions, name, path, tool, hint):
     return name, functions[name]
 
 
-def opcode(text):
+def mnemonic(text):
+    """The instruction's name with its modifiers ("LDS.128"), past any predicate."""
     words = text.split()
-    word = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
-    return word.split(".")[0]
+    return words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+
+
+def opcode(text):
+    return mnemonic(text).split(".")[0]
 
 
 SHARED = ("LDS", "STS", "LDGSTS", "ATOMS", "LDSM")
@@ -66,9 +71,7 @@ def shared_wavefronts(text):
     least one; an access of 4 bytes or less a thread fills one, 8 bytes two, 16 bytes
     four. Conflicts add to it; 16-byte loads that many threads share can take less (the
     130M backward's averaged 3.5; docs/perf.md v24)."""
-    words = text.split()
-    word = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
-    parts = word.split(".")
+    parts = mnemonic(text).split(".")
     if parts[0] not in SHARED:
         return 0
     bits = max([int(p) for p in parts[1:] if p.isdigit()] + [32])
