@@ -38,6 +38,8 @@ __device__ __forceinline__ elem_t from_float(float x) {
 #endif
 }
 @ end
+/* Four consecutive fp32 values at `from` (16-byte aligned): one 16-byte load. */
+__device__ __forceinline__ float4 load4_f32(const float *from) { return *reinterpret_cast<const float4 *>(from); }
 @ if size == 2 then
 /* Four 16-bit elements at `from` (8-byte aligned), as loaded: one 8-byte load. */
 __device__ __forceinline__ uint2 load4_16(const elem_t *from) { return *reinterpret_cast<const uint2 *>(from); }

@@ -145,19 +145,13 @@ __device__ __forceinline__ void step_of(float v, float &dt, float &dsoft) {
 @ end
 }
 
-/* Four consecutive floats of shared memory, as an array the unrolled loops index. */
+/* Four consecutive values of shared memory (fp32, or 16-bit elements widened: dtype.tpl's
+ * load4_f32), as an array the unrolled loops index. */
 struct four { float v[4]; };
-__device__ __forceinline__ four load4(const float *p) {
-  const float4 x = *reinterpret_cast<const float4 *>(p);
-  return four{{x.x, x.y, x.z, x.w}};
-}
-@ if size == 2 then
-/* Four consecutive 16-bit elements of shared memory (8-byte aligned), widened. */
-__device__ __forceinline__ four load4(const elem_t *p) {
+template <typename T> __device__ __forceinline__ four load4(const T *p) {
   const float4 x = load4_f32(p);
   return four{{x.x, x.y, x.z, x.w}};
 }
-@ end
 
 /* One time block's inputs in shared memory, as stored in memory (type T). */
 struct stage_t {

@@ -223,9 +223,7 @@ $(shared_layout.body_declarations(shared_arrays, "fwd_shared_t", dynamic, { task
 @ -- Four steps of my row of B or C, as a float4: 16-bit rows are read from the stage as they
 @ -- landed and widened here (half the shared-memory bytes of fp32 rows; docs/design-direct-bc.md).
 @ local function load_bc4(m)
-@   local row = string.format("&st.%s[lane + s * %d][0]", m, LN)
-@   if size == 2 then return string.format("load4_f32(%s + i4)", row) end
-@   return string.format("*reinterpret_cast<const float4 *>(%s + i4)", row)
+@   return string.format("load4_f32(&st.%s[lane + s * %d][i4])", m, LN)
 @ end
     if (CARRY) { /* the decays and the state, nothing else */
 #pragma unroll
