@@ -63,7 +63,14 @@
 @ local converted = (size == 2 and TB < 8) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
 @ -- shared arrays written by every lane at once: strides that spread the writes over banks
 @ local part_row, part_slot = common.vector_row_strides(LN, LN, TB, Q, R) -- written 16 bytes at a time
-@ local red_row, red_slot = common.spread_strides(LN, 1, N, TB, 4) -- 16-byte rows for the sums
+@ -- From N = 32 on, the dB and dC terms of 16-bit calls are exchanged as bf16, two steps a
+@ -- word: half the shared-memory bytes of the terms and their sums, which bound this kernel
+@ -- (5-23% faster at N = 32 to 256; at N = 8 and 16 the widening costs what the bytes save,
+@ -- so those keep fp32 terms). docs/design-packed-terms.md.
+@ local packed = size == 2 and N >= 32
+@ local term_t = packed and "unsigned" or "float"
+@ local TW = packed and TB // 2 or TB -- words of a row of terms
+@ local red_row, red_slot = common.spread_strides(LN, 1, N, TW, packed and 2 or 4) -- rows of whole 4-step reads for the sums
 @ -- pairs: neighbouring channels (slots 2k, 2k + 1) add their dB and dC terms with one
 @ -- shuffle before the store; slot 2k keeps the pair's dB, slot 2k + 1 its dC, so one array
 @ -- of the sums' size holds both (half their shared memory, for more blocks an SM).
@@ -86,9 +93,9 @@
 @ array("stage_t", "stages", "[2]", 2 * stage_bytes, true, "the staged inputs, two time blocks")
 @ array("float", "steps", string.format("[3][%d][%d]", CH, TB + 4), 3 * CH * (TB + 4) * 4, true, "the channel's per-step values, each computed once by the lane that owns the step: dt, dt*u, g (dout times the gate)")
 @ if not lane_pair then array("float", "part", string.format("[%d][%d]", parts, CH * part_slot), parts * CH * part_slot * 4, false, "each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y)") end
-@ if pairs then array("float", "red_BC", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "a pair's dB terms in its even slot, dC in its odd one") end
-@ if not pairs and variant.B_var then array("float", "red_B", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dB terms, summed over the block") end
-@ if not pairs and variant.C_var then array("float", "red_C", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dC terms, summed over the block") end
+@ if pairs then array(term_t, "red_BC", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "a pair's dB terms in its even slot, dC in its odd one") end
+@ if not pairs and variant.B_var then array(term_t, "red_B", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dB terms, summed over the block") end
+@ if not pairs and variant.C_var then array(term_t, "red_C", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dC terms, summed over the block") end
 @ if converted > 0 then array("float", "BC_f32", string.format("[%d][%d][%d]", converted, N, TB + 4), converted * N * (TB + 4) * 4, true, "B and C of the block converted to fp32 once, for every channel of the block") end
 @ array("const elem_t *", "task_src", string.format("[%d][%d]", tasks_per_thread, BLOCK), tasks_per_thread * BLOCK * 8, true, "stage_tasks.tpl's copy table")
 @ local body_bytes = shared_layout.bytes(shared_arrays)
@@ -188,6 +195,29 @@ __device__ __forceinline__ void add4(float *out, float4 v, bool whole, int valid
   if (valid > 3) atomicAdd(out + 3, v.w);
 @ end
 }
+
+/* Four steps' dB or dC terms of a row: fp32, or bf16 pairs (the earlier step in the low
+ * half) widened. */
+__device__ __forceinline__ float4 terms4(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+__device__ __forceinline__ float4 terms4(const unsigned *p) {
+  const uint2 w = *reinterpret_cast<const uint2 *>(p);
+  return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
+                     __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
+}
+@ if packed then
+/* Two steps' terms as one word of bf16 (lo: the earlier step), rounded to nearest even. */
+__device__ __forceinline__ unsigned pack_terms(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned w;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+  return w;
+#else
+  unsigned l = __float_as_uint(lo), h = __float_as_uint(hi);
+  l += 0x7fffu + ((l >> 16) & 1u), h += 0x7fffu + ((h >> 16) & 1u);
+  return (l >> 16) | (h & 0xffff0000u);
+#endif
+}
+@ end
 
 @ if dynamic then
 $(shared_layout.module_declarations(shared_arrays, "bwd_shared_t"))
@@ -545,6 +575,9 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
             Cq[r] = four{{C_fixed[s], C_fixed[s], C_fixed[s], C_fixed[s]}};
 @ end
           }
+@ if packed then
+          float held_B[$(SG)], held_C[$(SG)]; /* an odd step's terms, stored with the even step's */
+@ end
 #pragma unroll
           for (int j = 3; j >= 0; j--) {
             const int i = i4 + j;
@@ -559,19 +592,25 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
               dA_sum[s] += dt.v[j] * q;
               const float dB_t = dh * dtu.v[j];
               const float dC_t = gv.v[j] * hs[r][i + 1];
+@ -- a term into its array: with packed terms, an odd step's waits for the even step before it
+@ local function put_term(array, value, held)
+@   local at = string.format("%s[slot * %d + (lane + s * %d) * %d + i", array, red_slot, LN, red_row)
+@   if not packed then return string.format("%s] = %s;", at, value) end
+@   return string.format("if (j & 1) %s[r] = %s; else %s / 2] = pack_terms(%s, %s[r]);", held, value, at, value, held)
+@ end
 @ if pairs then
               { /* the pair's other channel: same lane, $(LN) threads away */
                 const float other = __shfl_xor_sync(0xffffffffu, odd_slot ? dB_t : dC_t, $(LN));
-                red_BC[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = (odd_slot ? dC_t : dB_t) + other;
+                $(put_term("red_BC", "(odd_slot ? dC_t : dB_t) + other", "held_B"))
               }
 @ elseif variant.B_var then
-              red_B[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dB_t;
+              $(put_term("red_B", "dB_t", "held_B"))
 @ else
               dB_sum[s] += dB_t;
 @ end
 @ if pairs then
 @ elseif variant.C_var then
-              red_C[slot * $(red_slot) + (lane + s * $(LN)) * $(red_row) + i] = dC_t;
+              $(put_term("red_C", "dC_t", "held_C"))
 @ else
               dC_sum[s] += dC_t;
 @ end
@@ -631,10 +670,11 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
           const int task = w$(k == 2 and (" - " .. per_array) or "");
           const int n = task / $(TB // 4), i4 = 4 * (task % $(TB // 4)), t = t0 + i4;
           if (t < L && d$(m)_rows) {
-            float4 sum = *reinterpret_cast<const float4 *>(&$(array)[$(first)n * $(red_row) + i4]);
+@     local col = packed and "i4 / 2" or "i4"
+            float4 sum = terms4(&$(array)[$(first)n * $(red_row) + $(col)]);
 #pragma unroll
             for ($(loop)) {
-              const float4 x = *reinterpret_cast<const float4 *>(&$(array)[s * $(red_slot) + n * $(red_row) + i4]);
+              const float4 x = terms4(&$(array)[s * $(red_slot) + n * $(red_row) + $(col)]);
               sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
             }
             add4(d$(m)_rows + (long long)n * L + t, sum, rows_of_four, L - t);

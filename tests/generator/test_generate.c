@@ -109,6 +109,23 @@ Test(generate, forward_shared_memory_above_48k_is_dynamic) {
                            "op=fwd,split=state,dstate=256,threads=8,items=64,channels=32");
 }
 
+/* 16-bit backwards from N = 32 on store their dB and dC terms as bf16 pairs
+ * (docs/design-packed-terms.md); fp32 backwards and smaller N keep fp32 terms. */
+Test(generate, backward_packs_16_bit_terms_from_n32) {
+  struct { const char *spec; bool packed; } cases[] = {
+      {"op=bwd,split=state,dstate=32,dtype=bf16,z=1,threads=8,items=8,channels=8,states=1", true},
+      {"op=bwd,split=state,dstate=128,dtype=fp16,threads=16,items=8,channels=8,states=1", true},
+      {"op=bwd,split=state,dstate=64,dtype=bf16,threads=8,items=4,channels=16,states=1,pairs=1", true},
+      {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=8,channels=16,states=1", false},
+      {"op=bwd,split=state,dstate=64,dtype=fp32,threads=8,items=8,channels=16,states=1", false}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *source = generate(cases[i].spec);
+    const bool packed = strstr(source, "pack_terms(") != NULL;
+    cr_expect_eq(packed, cases[i].packed, "%s: packed terms %s", cases[i].spec, packed ? "present" : "absent");
+    free(source);
+  }
+}
+
 Test(generate, template_set_hash_is_stable) {
   uint64_t a = 0, b = 1;
   cr_assert_eq(sf_template_set_hash(&a), SF_OK);

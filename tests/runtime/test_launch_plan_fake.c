@@ -161,8 +161,9 @@ Test(launch_plan_fake, a_planned_spec_takes_the_twins_a_plain_spec_does_not, .in
 }
 
 /* A launch whose arrays exceed 48 KB (a backward of 32 lanes x 8 steps x 4 channels at
- * N = 128 needs 94784 bytes): the module says so, the loader reads it, and the blocks an SM
- * count it (228 KiB an SM, 1 KiB reserved a block: 2); one of 4 steps stays static. */
+ * N = 128 in bf16 needs 57920 bytes): the module says so, the loader reads it, and the
+ * blocks an SM count it (228 KiB an SM, 1 KiB reserved a block: 3); one of 4 steps stays
+ * static. */
 Test(launch_plan_fake, dynamic_shared_memory_is_read_from_the_module_and_counted, .init = setup, .fini = teardown,
      .timeout = 300) {
   sf_scan_bwd_args args = training_call(2, 512);
@@ -170,21 +171,21 @@ Test(launch_plan_fake, dynamic_shared_memory_is_read_from_the_module_and_counted
   sf_launch_shape big, small;
   cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "split=state,threads=32,items=8,channels=4"}, &big),
                SF_OK, "%s", sf_last_error());
-  cr_expect_eq(big.blocks_per_sm, (228 << 10) / (94784 + 1024), "blocks an SM with 94784 bytes of dynamic shared memory");
+  cr_expect_eq(big.blocks_per_sm, (228 << 10) / (57920 + 1024), "blocks an SM with 57920 bytes of dynamic shared memory");
   cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = "split=state,threads=32,items=4,channels=4"}, &small),
                SF_OK, "%s", sf_last_error());
-  cr_expect_gt(small.blocks_per_sm, big.blocks_per_sm, "the static layout of 4 steps (42880 bytes) holds more");
+  cr_expect_gt(small.blocks_per_sm, big.blocks_per_sm, "the static layout of 4 steps (40704 bytes) holds more");
 }
 
-/* A module that declares nearly all the shared memory a block may have (a backward of 16
- * lanes x 16 steps x 8 channels at N = 128 in bf16, 230784 bytes): its segment carries'
+/* A module that declares nearly all the shared memory a block may have (a backward of 32
+ * lanes x 16 steps x 16 channels at N = 64 in bf16, 231168 bytes): its segment carries'
  * combine, which has static arrays of its own, loads and launches without the module's
  * dynamic shared memory. Given it, as until stop 32, the combine's static and dynamic bytes
  * exceeded the 227 KiB a block may have (the tuner met this on an H200). */
 Test(launch_plan_fake, helper_kernels_of_a_large_module_take_no_dynamic_shared_memory, .init = setup,
      .fini = teardown, .timeout = 300) {
   sf_variant v;
-  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=128,dtype=bf16,threads=16,items=16,channels=8,z=1,"
+  cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=64,dtype=bf16,threads=32,items=16,channels=16,z=1,"
                                 "D=1,delta_bias=1,softplus=1",
                                 &v),
                SF_OK, "%s", sf_last_error());
