@@ -392,39 +392,40 @@ Test(tuning_lookup, shipped_n16_entries_past_one_wave) {
   sf_tune_db_free(&db);
 }
 
-/* The H200's gated bf16 backwards at N = 32 and 128, re-chosen after their dB/dC terms
- * became bf16 pairs (docs/perf.md v25): N = 32 over (4,1024,2048) takes 8 lanes x 16 steps x
- * 8 channels, N = 128 over (2,512,2048) 8 x 8 x 16, both modes (12-25% faster where they
- * reach); (4,512,2048) at N = 128 keeps 16 x 8 x 8 capped at 2, where 8 x 8 x 16 was 5-6%
- * slower (a guard entry). */
-Test(tuning_lookup, shipped_h200_packed_terms_entries) {
+/* The gated bf16 backwards at N = 32 and 128, re-chosen on both GPUs after their dB/dC
+ * terms became bf16 pairs (docs/perf.md v25): N = 32 over (4,1024,2048) takes 8 lanes x 16
+ * steps x 8 channels, N = 128 over (2,512,2048) 8 x 8 x 16, both modes (9-25% faster where
+ * they reach); (4,512,2048) at N = 128 keeps 16 lanes x 8 steps capped at 2 blocks an SM,
+ * where 8 x 8 x 16 was 5-6% slower (a guard entry). */
+Test(tuning_lookup, shipped_packed_terms_entries) {
   sf_tune_db db;
   char *warning = NULL;
   cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
   int checked = 0;
   for (int s = 0; s < db.count; s++) {
-    if (strcmp(db.sections[s].gpu.name, "NVIDIA H200") != 0) continue;
     sf_tune_table *t;
     cr_assert_eq(sf_tune_table_build(&db.sections[s], NULL, &t), SF_OK);
-    const struct { int dstate; int64_t batch, dim, seqlen; int threads, items, channels, min_blocks; } rows[] = {
-        {32, 4, 1024, 2048, 8, 16, 8, 0}, {32, 8, 1024, 2048, 8, 16, 8, 0}, {32, 4, 1024, 1024, 8, 16, 8, 0},
-        {128, 2, 512, 2048, 8, 8, 16, 0}, {128, 2, 512, 4096, 8, 8, 16, 0}, {128, 4, 512, 2048, 16, 8, 8, 2}};
+    const struct { int dstate; int64_t batch, dim, seqlen; bool guard; int threads, items, channels; } rows[] = {
+        {32, 4, 1024, 2048, false, 8, 16, 8},   {32, 8, 1024, 2048, false, 8, 16, 8},
+        {32, 4, 1024, 1024, false, 8, 16, 8},   {128, 2, 512, 2048, false, 8, 8, 16},
+        {128, 2, 512, 4096, false, 8, 8, 16},   {128, 4, 512, 2048, true, 16, 8, 0}};
     for (int block_states = 0; block_states <= 1; block_states++) {
       for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         sf_variant v = sf_variant_default();
         v.op = SF_OP_BWD, v.dstate = rows[i].dstate, v.dtype = SF_BF16;
         v.has_z = v.has_D = v.has_delta_bias = v.softplus = true;
         cr_assert(sf_tune_table_lookup(t, &v, block_states, rows[i].batch, rows[i].dim, 1, rows[i].seqlen),
-                  "row %zu, block_states=%d: no entry", i, block_states);
-        cr_expect(v.threads == rows[i].threads && v.items == rows[i].items && v.channels == rows[i].channels &&
-                      v.min_blocks == rows[i].min_blocks,
-                  "row %zu, block_states=%d: %d/%d/%d+b%d", i, block_states, v.threads, v.items, v.channels,
-                  v.min_blocks);
+                  "%s, row %zu, block_states=%d: no entry", db.sections[s].gpu.name, i, block_states);
+        const bool takes = rows[i].guard ? v.threads == 16 && v.items == 8 && v.min_blocks == 2
+                                         : v.threads == rows[i].threads && v.items == rows[i].items &&
+                                               v.channels == rows[i].channels && v.min_blocks == 0;
+        cr_expect(takes, "%s, row %zu, block_states=%d: %d/%d/%d+b%d", db.sections[s].gpu.name, i, block_states,
+                  v.threads, v.items, v.channels, v.min_blocks);
         checked++;
       }
     }
     sf_tune_table_free(t);
   }
-  cr_expect_eq(checked, 12, "the shipped files hold an H200 section");
+  cr_expect_eq(checked, 24, "the shipped files hold the H100 and H200 sections");
   sf_tune_db_free(&db);
 }
