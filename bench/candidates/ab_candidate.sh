@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A template candidate kept as a patch (bench/candidates/README.md), measured against the
+# built-in templates in one device call (run there from the repository root; logs under
+# $OUT, a summary last):
+#   1. `scanforge check` (float64 reference, outputs poisoned) of the candidate with each
+#      line of NAME.checks beside the patch;
+#   2. bench/ab_specs.py over ROWS (default bench/rows_ab.txt) at the shipped launches,
+#      backward and forward, by default and on block states, two rounds;
+#   3. ncu's shared-memory wavefronts and bank conflicts of the 130M bf16 backward (both
+#      kernels) and the 130M fp32 forward, built-in templates and candidate.
+# usage: bench/candidates/ab_candidate.sh bench/candidates/NAME.patch [ROWS]
+set -u
+patch_file=$1; rows=${2:-bench/rows_ab.txt}
+checks=${patch_file%.patch}.checks
+out=${OUT:-/tmp/ab_candidate}; mkdir -p "$out"
+repo=$PWD; cand=$(mktemp -d); cp -r templates "$cand/"
+# patch(1), else git apply (either may be missing on a bare machine)
+if command -v patch > /dev/null; then (cd "$cand" && patch -p1 -s) < "$patch_file"
+else (cd "$cand" && git apply -p1 "$repo/$patch_file")
+fi || { echo "the patch does not apply (patch or git needed)"; exit 2; }
+C=$cand/templates
+nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/gpu.txt"
+grep -v '^#' "$checks" | while read -r args; do
+  # shellcheck disable=SC2086 # one line holds several arguments
+  r=$(SCANFORGE_TEMPLATE_DIR=$C scanforge check --device gpu $args 2>&1 | tail -1)
+  echo "check $args: $r"
+done > "$out/checks.txt" 2>&1
+for mode in default bs; do
+  extra=(); [ $mode = bs ] && extra=(--block-states)
+  python3 bench/ab_specs.py "$rows" "$out/ab_bwd" new="$C" --rounds 2 "${extra[@]}" > "$out/ab_bwd_$mode.log" 2>&1
+  python3 bench/ab_specs.py "$rows" "$out/ab_fwd" new="$C" --rounds 2 --forward "${extra[@]}" > "$out/ab_fwd_$mode.log" 2>&1
+done
+m=gpu__time_duration.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+m=$m,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
+echo 8,1536,2048,16,z,bf16 > "$out/ncu_bf16.txt"
+echo 8,1536,2048,16,z,fp32 > "$out/ncu_fp32.txt"
+for set in built-in candidate; do
+  dir=(); [ $set = candidate ] && dir=(SCANFORGE_TEMPLATE_DIR="$C")
+  for target in "sf_scan_bwd$ bf16 --backward-only" "sf_scan_bwd_block_states bf16 --backward-only --block-states" \
+                "sf_scan_fwd$ fp32 --forward-only"; do
+    read -r kernel type args <<< "$target"
+    echo "== $set $kernel $type $args"
+    # shellcheck disable=SC2086 # args holds several arguments
+    env "${dir[@]}" ncu --clock-control none -k "regex:$kernel" --launch-skip 3 -c 1 --metrics $m \
+      scanforge bench --rows "$out/ncu_$type.txt" --reps 2 --warmup 2 $args 2>&1 | grep -E "duration|wavefronts|conflicts"
+  done
+done > "$out/ncu.txt" 2>&1
+echo "checks: $(grep -c ': PASS' "$out/checks.txt") passed of $(wc -l < "$out/checks.txt")"
+grep -v ': PASS' "$out/checks.txt" | head
+for pass in bwd fwd; do echo "== $pass"; python3 bench/ab_table.py "$out/ab_$pass/new" default bs; done | tee "$out/ab_table.txt"
+cat "$out/ncu.txt"
