@@ -4,15 +4,19 @@
 # $OUT, a summary last):
 #   1. `scanforge check` (float64 reference, outputs poisoned) of the candidate with each
 #      line of NAME.checks beside the patch;
-#   2. bench/ab_specs.py over ROWS (default bench/rows_ab.txt) at the shipped launches,
+#   2. bench/ab_specs.py over ROWS at the shipped launches,
 #      backward and forward, by default and on block states, two rounds;
 #   3. ncu's shared-memory wavefronts and bank conflicts of the 130M bf16 backward (both
 #      kernels) and the 130M fp32 forward, built-in templates and candidate.
 # usage: bench/candidates/ab_candidate.sh bench/candidates/NAME.patch [ROWS]
+#   ROWS: default NAME.rows beside the patch where there is one, else bench/rows_ab.txt;
+#   output in $OUT/NAME (so that one call can measure several candidates in turn)
 set -u
-patch_file=$1; rows=${2:-bench/rows_ab.txt}
+patch_file=$1
 checks=${patch_file%.patch}.checks
-out=${OUT:-/tmp/ab_candidate}; mkdir -p "$out"
+rows=${2:-bench/rows_ab.txt}
+[ $# -lt 2 ] && [ -f "${patch_file%.patch}.rows" ] && rows=${patch_file%.patch}.rows
+out=${OUT:-/tmp/ab_candidate}/$(basename "$patch_file" .patch); mkdir -p "$out"
 repo=$PWD; cand=$(mktemp -d); cp -r templates "$cand/"
 # patch(1), else git apply (either may be missing on a bare machine)
 if command -v patch > /dev/null; then (cd "$cand" && patch -p1 -s) < "$patch_file"

@@ -1,6 +1,7 @@
 """test_candidates.py: every template candidate kept in bench/candidates/ still applies to
 templates/, generates every shipped winner's kernel, changes at least one of them, and
-has a checks file whose lines `scanforge check` accepts, so that a device call spent on it
+has a checks file whose every line checks a launch the candidate changes, with arguments
+`scanforge check` accepts, so that a device call spent on it
 is not lost to a patch that no longer fits (bench/candidates/README.md).
 
 usage: test_candidates.py SCANFORGE_CLI"""
@@ -41,13 +42,29 @@ def generated(cli, spec, template_dir):
     return "\n".join(l for l in r.stdout.splitlines() if not l.startswith("#line"))
 
 
-def check_lines_parse(cli, checks):
-    """Each line's arguments, less --spec and --device, run as a CPU check (small shapes)."""
+def spec_of(args):
+    """The variant spec a check line's call runs: its flags, N and type, and its --spec."""
+    shape = args[args.index("--shape") + 1].split(",")
+    flag = lambda name: "1" if name in args else "0"
+    keys = [f"op={'bwd' if '--backward' in args else 'fwd'}", f"dstate={shape[3]}",
+            f"dtype={args[args.index('--dtype') + 1] if '--dtype' in args else 'fp32'}",
+            f"z={flag('--z')}", f"D={flag('--D')}", f"delta_bias={flag('--delta-bias')}",
+            f"softplus={flag('--softplus')}", f"B={'fixed' if '--fixed-B' in args else 'var'}",
+            f"C={'fixed' if '--fixed-C' in args else 'var'}", f"deterministic={flag('--deterministic')}"]
+    return ",".join(keys) + "," + args[args.index("--spec") + 1]
+
+
+def check_lines(cli, checks, cand):
+    """Each line's launch is one the candidate changes, and its other arguments run as a
+    CPU check (small shapes), so that scanforge accepts them."""
     lines = [l for l in open(checks).read().splitlines() if l.strip() and not l.startswith("#")]
     assert lines, f"{checks} holds no check"
     for line in lines:
         args = shlex.split(line)
         assert "--spec" in args, f"{checks}: '{line}' names no launch (--spec)"
+        spec = spec_of(args)
+        assert generated(cli, spec, cand) != generated(cli, spec, None), \
+            f"{checks}: '{line}': the candidate does not change {spec}: the check tests nothing new"
         i = args.index("--spec")
         del args[i:i + 2]
         r = subprocess.run([cli, "check", "--device", "cpu"] + args, capture_output=True, text=True)
@@ -66,9 +83,9 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             cand = apply_patch(patch, tmp)
             changed = [s for s in specs if generated(cli, s, cand) != generated(cli, s, None)]
-        assert changed, f"{name}: no shipped winner's kernel changes: the candidate is a no-op"
-        count = check_lines_parse(cli, checks)
-        print(f"{name}: applies; {len(changed)} of {len(specs)} winners' sources change; {count} checks parse")
+            assert changed, f"{name}: no shipped winner's kernel changes: the candidate is a no-op"
+            count = check_lines(cli, checks, cand)
+        print(f"{name}: applies; {len(changed)} of {len(specs)} winners' sources change; {count} checks, each of a changed launch")
     print(f"{len(patches)} candidates")
 
 
