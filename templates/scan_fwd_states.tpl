@@ -8,8 +8,8 @@
 @ -- one block ahead of the computation. Per block each lane computes dt for its share of
 @ -- the steps (softplus once per step, not once per lane) and publishes it in shared
 @ -- memory; every lane advances its states through the block and accumulates its part of
-@ -- y; a butterfly reduce-scatter adds the parts, leaving each lane the full y of its
-@ -- share of the steps, which it gates and stores.
+@ -- y, which it writes to shared memory; each lane then adds the lanes' parts of its
+@ -- share of the steps, gates them and stores them.
 @ -- Best when batch x dim x lanes gives the GPU enough warps (large rows, MambaVision).
 @ local common = import("scan_common")
 @ local N, LN, TB, CH = variant.dstate, variant.threads, variant.items, variant.channels
