@@ -4,8 +4,8 @@
 # $OUT, a summary last):
 #   1. `scanforge check` (float64 reference, outputs poisoned) of the candidate with each
 #      line of NAME.checks beside the patch;
-#   2. bench/ab_specs.py over ROWS at the shipped launches,
-#      backward and forward, by default and on block states, two rounds;
+#   2. bench/ab_specs.py over ROWS at the shipped launches, for the passes whose templates
+#      the patch touches, by default and on block states, two rounds;
 #   3. ncu's shared-memory wavefronts and bank conflicts of the 130M bf16 backward (both
 #      kernels) and the 130M fp32 forward, built-in templates and candidate.
 # usage: bench/candidates/ab_candidate.sh bench/candidates/NAME.patch [ROWS]
@@ -29,10 +29,17 @@ grep -v '^#' "$checks" | while read -r args; do
   r=$(SCANFORGE_TEMPLATE_DIR=$C scanforge check --device gpu $args 2>&1 | tail -1)
   echo "check $args: $r"
 done > "$out/checks.txt" 2>&1
+# the passes whose templates the patch touches (both when it touches neither's own file)
+passes=()
+grep -q '^+++ b/templates/scan_bwd' "$patch_file" && passes+=(bwd)
+grep -q '^+++ b/templates/scan_fwd' "$patch_file" && passes+=(fwd)
+[ ${#passes[@]} -eq 0 ] && passes=(bwd fwd)
 for mode in default bs; do
   extra=(); [ $mode = bs ] && extra=(--block-states)
-  python3 bench/ab_specs.py "$rows" "$out/ab_bwd" new="$C" --rounds 2 "${extra[@]}" > "$out/ab_bwd_$mode.log" 2>&1
-  python3 bench/ab_specs.py "$rows" "$out/ab_fwd" new="$C" --rounds 2 --forward "${extra[@]}" > "$out/ab_fwd_$mode.log" 2>&1
+  for pass in "${passes[@]}"; do
+    direction=(); [ "$pass" = fwd ] && direction=(--forward)
+    python3 bench/ab_specs.py "$rows" "$out/ab_$pass" new="$C" --rounds 2 "${direction[@]}" "${extra[@]}" > "$out/ab_${pass}_$mode.log" 2>&1
+  done
 done
 m=gpu__time_duration.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
 m=$m,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
@@ -51,5 +58,5 @@ for set in built-in candidate; do
 done > "$out/ncu.txt" 2>&1
 echo "checks: $(grep -c ': PASS' "$out/checks.txt") passed of $(wc -l < "$out/checks.txt")"
 grep -v ': PASS' "$out/checks.txt" | head
-for pass in bwd fwd; do echo "== $pass"; python3 bench/ab_table.py "$out/ab_$pass/new" default bs; done | tee "$out/ab_table.txt"
+for pass in "${passes[@]}"; do echo "== $pass"; python3 bench/ab_table.py "$out/ab_$pass/new" default bs; done | tee "$out/ab_table.txt"
 cat "$out/ncu.txt"
