@@ -5,6 +5,7 @@ has a checks file whose every line checks a launch the candidate changes, with a
 is not lost to a patch that no longer fits (bench/candidates/README.md).
 
 usage: test_candidates.py SCANFORGE_CLI"""
+import functools
 import glob
 import os
 import shlex
@@ -23,8 +24,6 @@ def apply_patch(patch, into):
     shutil.copytree(os.path.join(ROOT, "templates"), os.path.join(into, "templates"))
     if shutil.which("patch"):
         with open(patch) as f:
-            subprocess.run(["patch", "-p1", "-s", "--dry-run"], cwd=into, stdin=f, check=True)
-        with open(patch) as f:
             subprocess.run(["patch", "-p1", "-s"], cwd=into, stdin=f, check=True)
     else:
         subprocess.run(["git", "apply", "-p1", patch], cwd=into, check=True)
@@ -33,6 +32,15 @@ def apply_patch(patch, into):
 
 def generated(cli, spec, template_dir):
     """The source `scanforge gen` writes for spec, without its #line directives."""
+    return _generated(cli, spec, template_dir) if template_dir else _built_in(cli, spec)
+
+
+@functools.lru_cache(maxsize=None)  # the built-in sources serve every patch and check
+def _built_in(cli, spec):
+    return _generated(cli, spec, None)
+
+
+def _generated(cli, spec, template_dir):
     env = dict(os.environ)
     env.pop("SCANFORGE_TEMPLATE_DIR", None)
     if template_dir:
