@@ -61,8 +61,14 @@
 @ -- bytes bound this kernel. Blocks of 4 steps widen them once into fp32 rows instead,
 @ -- which measured faster there (docs/design-direct-bc.md).
 @ local converted = (size == 2 and TB < 8) and ((variant.B_var and 1 or 0) + (variant.C_var and 1 or 0)) or 0
-@ -- shared arrays written by every lane at once: strides that spread the writes over banks
-@ local part_row, part_slot = common.vector_row_strides(LN, LN, TB, Q, R) -- written 16 bytes at a time
+@ -- the lanes' parts: rows written 16 bytes at a time, read back Q steps at a time, in the
+@ -- layout that keeps every phase of both in distinct banks (equal strides, or groups of
+@ -- slots at chosen offsets: common.part_layout), unless its memory costs a block an SM
+@ -- (decided below, once every array is known); else `vector_row_strides`' equal strides
+@ local part_plain_row, part_plain_slot = common.vector_row_strides(LN, LN, TB, Q, R)
+@ local part_plain = { inner = part_plain_row, group = 1, group_words = part_plain_slot, offsets = { 0 } }
+@ local part_layout = common.part_layout(LN, TB, Q, R, { inner = part_plain_row, slot_words = part_plain_slot })
+@ local function part_words(layout) return (CH + layout.group - 1) // layout.group * layout.group_words end
 @ -- From N = 32 on, the dB and dC terms of 16-bit calls are exchanged as bf16, two steps a
 @ -- word: half the shared-memory bytes of the terms and their sums, which bound this kernel
 @ -- (5-23% faster at N = 32 to 256; at N = 8 and 16 the widening costs what the bytes save,
@@ -92,13 +98,24 @@
 @ end
 @ array("stage_t", "stages", "[2]", 2 * stage_bytes, true, "the staged inputs, two time blocks")
 @ array("float", "steps", string.format("[3][%d][%d]", CH, TB + 4), 3 * CH * (TB + 4) * 4, true, "the channel's per-step values, each computed once by the lane that owns the step: dt, dt*u, g (dout times the gate)")
-@ if not lane_pair then array("float", "part", string.format("[%d][%d]", parts, CH * part_slot), parts * CH * part_slot * 4, false, "each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y)") end
+@ if not lane_pair then array("float", "part", string.format("[%d][%d]", parts, part_words(part_layout)), parts * part_words(part_layout) * 4, false, "each lane's part of the sums over states: sum dh B, sum A dh a h[t-1] (and y)") end
 @ if pairs then array(term_t, "red_BC", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "a pair's dB terms in its even slot, dC in its odd one") end
 @ if not pairs and variant.B_var then array(term_t, "red_B", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dB terms, summed over the block") end
 @ if not pairs and variant.C_var then array(term_t, "red_C", string.format("[%d]", CH * red_slot), CH * red_slot * 4, false, "each channel's dC terms, summed over the block") end
 @ if converted > 0 then array("float", "BC_f32", string.format("[%d][%d][%d]", converted, N, TB + 4), converted * N * (TB + 4) * 4, true, "B and C of the block converted to fp32 once, for every channel of the block") end
 @ array("const elem_t *", "task_src", string.format("[%d][%d]", tasks_per_thread, BLOCK), tasks_per_thread * BLOCK * 8, true, "stage_tasks.tpl's copy table")
 @ local body_bytes = shared_layout.bytes(shared_arrays)
+@ if part_layout ~= part_plain and not lane_pair then
+@   local part = shared_layout.find(shared_arrays, "part")
+@   local plain_bytes = body_bytes - part.bytes + parts * part_words(part_plain) * 4
+@   if shared_layout.blocks_an_sm(body_bytes) < shared_layout.blocks_an_sm(plain_bytes) then
+@     part_layout = part_plain
+@     part.dims, part.bytes = string.format("[%d][%d]", parts, part_words(part_plain)), parts * part_words(part_plain) * 4
+@     body_bytes = plain_bytes
+@   end
+@ end
+@ local part_row, part_group = part_layout.inner, part_layout.group
+@ local part_at = part_group == 1 and common.part_base(part_layout, "slot") or "part_base" -- where my slot's rows start
 @ local staging_bytes = shared_layout.bytes(shared_arrays, function(a) return a.staging end)
 @ local smem_bytes = math.max(body_bytes, 2 * staging_bytes) -- sf_scan_bwd_carry holds the body twice (with and without a segment's state), each with its own static arrays
 @ -- Above 48 KB of static shared memory the arrays move to dynamic shared memory, in one
@@ -256,6 +273,9 @@ $(shared_layout.body_declarations(shared_arrays, "bwd_shared_t", dynamic, { task
   const bool owner = lane % $(R) == 0;
 @ end
   const int d_block = min((int)blockIdx.x * $(CH), f.dim - 1);
+@ if part_group > 1 and not lane_pair then
+  const int part_base = $(common.part_base(part_layout, "slot")); /* where my slot's rows of the lanes' parts start */
+@ end
 
   elem_t *du_row = (elem_t *)p.du + b * p.du_batch_stride + d * p.du_dim_stride;
   elem_t *ddelta_row = (elem_t *)p.ddelta + b * p.ddelta_batch_stride + d * p.ddelta_dim_stride;
@@ -635,10 +655,10 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 @ else
 #pragma unroll
       for (int i = 0; i < $(TB); i++) {
-        part[0][slot * $(part_slot) + lane * $(part_row) + i] = dhB[i];
-        part[1][slot * $(part_slot) + lane * $(part_row) + i] = dhAh[i];
+        part[0][$(part_at) + lane * $(part_row) + i] = dhB[i];
+        part[1][$(part_at) + lane * $(part_row) + i] = dhAh[i];
 @ if variant.z then
-        part[2][slot * $(part_slot) + lane * $(part_row) + i] = y_p[i];
+        part[2][$(part_at) + lane * $(part_row) + i] = y_p[i];
 @ end
       }
 @ end
@@ -692,10 +712,10 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 #pragma unroll
         for (int m = 0; m < $(LN // R); m++) {
           const int l = $(R == 1 and "m" or ("lane % " .. R .. " + m * " .. R)); /* my team's lanes take turns */
-          dhB_m[i] += part[0][slot * $(part_slot) + l * $(part_row) + mine + i];
-          dhAh_m[i] += part[1][slot * $(part_slot) + l * $(part_row) + mine + i];
+          dhB_m[i] += part[0][$(part_at) + l * $(part_row) + mine + i];
+          dhAh_m[i] += part[1][$(part_at) + l * $(part_row) + mine + i];
 @ if variant.z then
-          y_m[i] += part[2][slot * $(part_slot) + l * $(part_row) + mine + i];
+          y_m[i] += part[2][$(part_at) + l * $(part_row) + mine + i];
 @ end
         }
 @ if R > 1 then

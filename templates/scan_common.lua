@@ -102,6 +102,139 @@ function M.vector_row_strides(lanes, rows_per_slot, row, step, team)
   return best.inner, best.slot_words
 end
 
+-- The layout of per-lane rows that a slot's `lanes` threads (lane t % lanes, slot
+-- t // lanes) write `row` words each, 16 bytes at a time, and read back: with team = 1,
+-- lane l reads `step` consecutive words of every row from column l * step, in pieces of up
+-- to 16 bytes; with a team, lane l reads one word of row l % team + m * team at column
+-- l // team. Rows are `inner` words apart; a slot's rows start at word
+-- (slot // group) * group_words + offsets[slot % group + 1].
+--
+-- The hardware serves 128 bytes of a warp's access a wavefront: 8-byte accesses a
+-- half-warp at a time, 16-byte ones a quarter, and a bank holding k distinct words of a
+-- phase costs k wavefronts. `vector_row_strides` (equal slot strides) counts 4-byte reads
+-- over the whole warp instead, so some of its layouts cost an 8-byte read two wavefronts.
+-- Where they do, this finds rows of up to 12 words more and slot offsets (multiples of 4
+-- words, so that the 16-byte accesses stay aligned) that cost none more than the bytes
+-- need, with the least memory: equal strides where some serve, else groups of slots;
+-- elsewhere it keeps the caller's layout (`current`) or `vector_row_strides`'.
+-- Whether every phase of a warp's access is served in one wavefront: each thread t reads
+-- or writes `words` words from word_of(t), a phase is 32 / words threads, and a phase
+-- with two distinct words in one bank takes two. Phases with a thread that `known`
+-- rejects are left out (slots not placed yet).
+local function phases_conflict_free(words, word_of, known)
+  local per_phase = 32 // words
+  for first = 0, 31, per_phase do
+    local whole = true
+    for t = first, first + per_phase - 1 do
+      if known and not known(t) then whole = false break end
+    end
+    if whole then
+      local bank_word = {}
+      for t = first, first + per_phase - 1 do
+        local a = word_of(t)
+        for w = 0, words - 1 do
+          local b = (a + w) % 32
+          if bank_word[b] and bank_word[b] ~= a + w then return false end
+          bank_word[b] = a + w
+        end
+      end
+    end
+  end
+  return true
+end
+
+function M.part_layout(lanes, row, step, team, current)
+  team = team or 1
+  local read_words = team == 1 and math.min(step, 4) or 1
+  -- whether one warp's writes and reads are all served a wavefront a phase (the fewest the
+  -- bytes need), slots from `placed` on left out when given
+  local function conflict_free(inner, base_of, placed)
+    local known = placed and function(t) return t // lanes < placed end
+    local slot_base = function(t) return base_of(t // lanes) end
+    for c0 = 0, row - 1, 4 do
+      if not phases_conflict_free(4, function(t) return slot_base(t) + (t % lanes) * inner + c0 end, known) then return false end
+    end
+    for m = 0, lanes // team - 1 do
+      for i0 = 0, (team == 1 and step or 1) - 1, read_words do
+        if not phases_conflict_free(read_words, function(t)
+          local l = t % lanes
+          if team == 1 then return slot_base(t) + m * inner + l * step + i0 end
+          return slot_base(t) + (l % team + m * team) * inner + l // team
+        end, known) then return false end
+      end
+    end
+    return true
+  end
+  -- the caller's own equal strides (`current` = { inner, slot_words }) where it has them,
+  -- else `vector_row_strides`' choice; kept wherever they serve
+  local inner0, slot_words0
+  if current then inner0, slot_words0 = current.inner, current.slot_words
+  else inner0, slot_words0 = M.vector_row_strides(lanes, lanes, row, step, team) end
+  local linear = { inner = inner0, group = 1, group_words = slot_words0, offsets = { 0 } }
+  if lanes == 1 or conflict_free(inner0, function(s) return s * slot_words0 end) then return linear end
+  local best -- the layout with the fewest words a slot, then the shortest rows
+  local function consider(layout)
+    layout.per_slot = layout.group_words / layout.group
+    if not best or layout.per_slot < best.per_slot or (layout.per_slot == best.per_slot and layout.inner < best.inner) then
+      best = layout
+    end
+  end
+  -- equal strides: rows of up to 12 words more, slots up to 28 words apart more
+  for inner = (row + 3) // 4 * 4, (row + 3) // 4 * 4 + 12, 4 do
+    for pad = 0, 28, 4 do
+      local slot_words = lanes * inner + pad
+      if (not best or slot_words < best.per_slot) and conflict_free(inner, function(s) return s * slot_words end) then
+        consider({ inner = inner, group = 1, group_words = slot_words, offsets = { 0 } })
+      end
+    end
+  end
+  if best then return best end
+  -- Else groups of slots at chosen offsets: as many slots as share a read phase
+  -- (32 / read_words threads) or a write phase (8), so that no phase spans two groups;
+  -- a group's words are a multiple of 32, so every group meets the same banks as the first.
+  local group = math.min(32 // lanes, math.max(1, math.max(32 // read_words, 8) // lanes))
+  if group == 1 or group > 4 then return linear end -- one slot a group: equal strides, searched above
+  for inner = (row + 3) // 4 * 4, (row + 3) // 4 * 4 + 12, 4 do
+    local span = lanes * inner
+    local offsets = { 0 }
+    local function base_of(s) return offsets[s % group + 1] end -- within the first group
+    -- slot k's offset: the first word at or after the previous slot's end in residue r
+    local function place(k, residue)
+      local at = offsets[k] + span
+      return at + (residue - at % 32) % 32
+    end
+    local function search(k) -- offsets[1..k] placed, their phases conflict-free
+      -- no layout from here has fewer words a slot than the best so far
+      if best and offsets[k] + (group - k + 1) * span >= best.per_slot * group then return end
+      if k == group then
+        local words = (offsets[group] + span + 31) // 32 * 32
+        consider({ inner = inner, group = group, group_words = words, offsets = { table.unpack(offsets) } })
+        return
+      end
+      for residue = 0, 28, 4 do
+        offsets[k + 1] = place(k, residue)
+        if conflict_free(inner, base_of, k + 1) then search(k + 1) end
+      end
+      offsets[k + 1] = nil
+    end
+    search(1)
+  end
+  return best or linear
+end
+
+-- The C expression of the word where slot `slot` (a C expression) starts in a
+-- `part_layout`: a product for equal strides, else the group's start plus the slot's
+-- offset in its group (offsets are multiples of 4 words: 16-byte accesses stay aligned).
+function M.part_base(layout, slot)
+  if layout.group == 1 then return string.format("%s * %d", slot, layout.group_words) end
+  local cases = {}
+  for k = #layout.offsets, 2, -1 do
+    cases[#cases + 1] = string.format("k == %d ? %d : ", k - 1, layout.offsets[k] // 4)
+  end
+  return string.format("[&] { const int k = %s %% %d; return 4 * ((%s / %d) * %d + (%s0)); }()", slot, layout.group,
+                       slot, layout.group, layout.group_words // 4, table.concat(cases))
+end
+
 -- C statements that widen `rows` staged 16-bit rows of `items` steps into fp32 rows, four
 -- steps per thread and pass, by the `block` threads of a block, for each matrix of
 -- `list` ({ from = array of rows, to = array of rows, when = a C condition or nil }).

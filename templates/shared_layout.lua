@@ -23,6 +23,21 @@ function M.add(layout, entry)
   table.insert(layout.arrays, entry)
 end
 
+-- The array named `name`, or nil.
+function M.find(layout, name)
+  for _, a in ipairs(layout.arrays) do
+    if a.name == name then return a end
+  end
+  return nil
+end
+
+-- The blocks of `bytes` of shared memory one SM holds, on sm_90 (228 KB an SM, 1 KB
+-- reserved a block, in 128-byte units: runtime/compile/occupancy.c), for choices that must
+-- not cost a block an SM.
+function M.blocks_an_sm(bytes)
+  return (228 * 1024) // ((bytes + 1024 + 127) // 128 * 128)
+end
+
 -- The bytes of the arrays `keep` accepts (every array without it).
 function M.bytes(layout, keep)
   local total = 0

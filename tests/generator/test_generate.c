@@ -126,6 +126,30 @@ Test(generate, backward_packs_16_bit_terms_from_n32) {
   }
 }
 
+/* The backward's lanes' parts (docs/design-parts-layout.md): where the equal strides of
+ * vector_row_strides leave a phase with two words in one bank, the layout found phase by
+ * phase replaces them (groups of slots at offsets: part_base; or wider strides: a larger
+ * array), unless its memory costs a block an SM (fp32, gated, 4/8/16: the old array);
+ * launches whose strides serve every phase keep them. */
+Test(generate, backward_lanes_parts_laid_out_by_phase) {
+  struct { const char *spec; const char *array; bool grouped; } cases[] = {
+      {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=8,channels=16,minblocks=6,states=1",
+       "float part[3][896];", true},
+      {"op=bwd,split=state,dstate=16,dtype=fp32,threads=4,items=8,channels=16,states=1", "float part[2][896];", true},
+      {"op=bwd,split=state,dstate=16,dtype=fp32,z=1,threads=4,items=8,channels=16,states=1", "float part[3][576];",
+       false},
+      {"op=bwd,split=state,dstate=16,dtype=fp32,z=1,threads=8,items=16,channels=4,states=1", "float part[3][704];",
+       false},
+      {"op=bwd,split=state,dstate=16,dtype=fp32,threads=8,items=8,channels=8,states=1", "float part[2][832];", false}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *source = generate(cases[i].spec);
+    cr_expect(strstr(source, cases[i].array) != NULL, "%s: no '%s'", cases[i].spec, cases[i].array);
+    const bool grouped = strstr(source, "const int part_base =") != NULL;
+    cr_expect_eq(grouped, cases[i].grouped, "%s: slot offsets %s", cases[i].spec, grouped ? "present" : "absent");
+    free(source);
+  }
+}
+
 Test(generate, template_set_hash_is_stable) {
   uint64_t a = 0, b = 1;
   cr_assert_eq(sf_template_set_hash(&a), SF_OK);

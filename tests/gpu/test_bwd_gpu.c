@@ -257,6 +257,23 @@ Test(bwd_gpu, block_states, .init = gpu_setup, .fini = gpu_teardown, .timeout = 
   }
 }
 
+/* The lanes' parts of the sums over states in the layouts chosen phase by phase
+ * (docs/design-parts-layout.md): groups of slots at chosen offsets (4 lanes, 8 steps, 16
+ * channels, the 130M training rows' launch, with and without a register cap), equal strides
+ * wider than before (8 lanes, 16 steps, 4 channels), the default interval and block states;
+ * every dtype and flag set, the 16-channel ones also with fp32 and a gate, where the old
+ * layout is kept because the new one would cost a block an SM. */
+Test(bwd_gpu, lanes_parts_layouts, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600) {
+  gpu_skip_without_device();
+  static const spec_case cases[] = {
+      {16, "split=state,threads=4,items=8,channels=16,minblocks=6,states=1", 0},
+      {16, "split=state,threads=4,items=8,channels=16,minblocks=6,states=1", 8},
+      {16, "split=state,threads=4,items=8,channels=16,states=1", 0},
+      {16, "split=state,threads=8,items=16,channels=4,states=1", 0},
+      {16, "split=state,threads=8,items=16,channels=4,states=1", 16}};
+  check_spec_cases(cases, sizeof cases / sizeof cases[0], sizeof flag_sets / sizeof flag_sets[0], 5, 9300);
+}
+
 /* Launches whose arrays exceed 48 KB of static shared memory keep them in dynamic shared
  * memory (docs/design-dynamic-shared.md): N = 128 with 8 steps and 4 channels a block (94784
  * bytes in bf16), N = 64 with 16 steps (its carry pass alone was over), N = 16 with 16 steps
