@@ -29,7 +29,7 @@ def row_line(r):
 
 
 def bench(rows, json_path, extra, env=None):
-    cmd = ["scanforge", "bench", "--rows", rows, "--reps", "20", "--warmup", "3", "--json", json_path] + extra
+    cmd = ["scanforge", "bench", "--rows", rows, "--reps", "20", "--warmup", "3", "--no-overheads", "--json", json_path] + extra
     subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     try:
         return json.load(open(json_path))["rows"]

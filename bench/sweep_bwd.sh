@@ -6,7 +6,7 @@
 set -u
 rows=$1; shift
 for spec in "$@"; do
-  args=(--rows "$rows" --reps 20 --warmup 3)
+  args=(--rows "$rows" --reps 20 --warmup 3 --no-overheads)
   if [ -z "${SWEEP_ARGS:-}" ]; then args+=(--backward-only); else read -r -a more <<< "$SWEEP_ARGS"; args+=("${more[@]}"); fi
   [ -n "$spec" ] && args+=(--bwd-spec "$spec")
   scanforge bench "${args[@]}" 2>&1 | awk -v spec="${spec:-default}" '/^forward/ { pass = "fwd" } /^backward/ { pass = "bwd" } /^[0-9]/ { print spec, pass, $0 }'

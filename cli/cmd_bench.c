@@ -25,7 +25,7 @@ static void usage(FILE *out) {
           "usage: scanforge bench [--rows FILE] [--dtype LIST] [--json FILE] [--reps N] [--warmup N]\n"
           "                       [--forward-only | --backward-only] [--deterministic]\n"
           "                       [--spec SPEC] [--bwd-spec SPEC] [--tuned | --untuned] [--keep-pool]\n"
-          "                       [--block-states]\n"
+          "                       [--block-states] [--no-overheads]\n"
           "\n"
           "Times the forward and the backward selective scan on the GPU: random inputs rotated\n"
           "through enough copies that the working set exceeds 128 MiB (so the L2 cache does\n"
@@ -81,6 +81,10 @@ static void usage(FILE *out) {
           "                   variant), so the backward recomputes no states before a block;\n"
           "                   more memory (N x 4 / items bytes per step and channel), a\n"
           "                   slower forward, a faster backward (docs/design-block-states.md)\n"
+          "  --no-overheads   leave out the once-per-pass costs (cold compile, disk-cache and\n"
+          "                   in-process hits, host launch): a sweep of launches over few\n"
+          "                   rows then times only the rows (each run would otherwise\n"
+          "                   compile the first row's kernel cold, seconds at large d_state)\n"
           "  --reps N         timed launches per row and pass (default 50)\n"
           "  --warmup N       untimed launches per row and pass first (default 10)\n"
           "  -h, --help       this text\n"
@@ -127,12 +131,13 @@ typedef struct bench_options {
   bool forward, backward; /* the passes to time (--forward-only, --backward-only) */
   bool deterministic;     /* the backward's deterministic mode too */
   bool keep_pool;         /* --keep-pool: the default pool's release threshold at no limit */
+  bool no_overheads;      /* --no-overheads: time the rows alone */
 } bench_options;
 
 static int parse(int argc, char **argv, bench_options *o) {
   enum {
     OPT_ROWS = 256, OPT_DTYPE, OPT_JSON, OPT_REPS, OPT_WARMUP, OPT_SPEC, OPT_BWD_SPEC, OPT_TUNED, OPT_UNTUNED,
-    OPT_FORWARD_ONLY, OPT_BACKWARD_ONLY, OPT_DETERMINISTIC, OPT_KEEP_POOL, OPT_BLOCK_STATES
+    OPT_FORWARD_ONLY, OPT_BACKWARD_ONLY, OPT_DETERMINISTIC, OPT_KEEP_POOL, OPT_BLOCK_STATES, OPT_NO_OVERHEADS
   };
   static const struct option options[] = {
       {"rows", required_argument, NULL, OPT_ROWS}, {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -145,6 +150,7 @@ static int parse(int argc, char **argv, bench_options *o) {
       {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
       {"keep-pool", no_argument, NULL, OPT_KEEP_POOL},
       {"block-states", no_argument, NULL, OPT_BLOCK_STATES},
+      {"no-overheads", no_argument, NULL, OPT_NO_OVERHEADS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -160,6 +166,7 @@ static int parse(int argc, char **argv, bench_options *o) {
       case OPT_DETERMINISTIC: o->deterministic = true; break;
       case OPT_KEEP_POOL: o->keep_pool = true; break;
       case OPT_BLOCK_STATES: bench_block_states = true; break;
+      case OPT_NO_OVERHEADS: o->no_overheads = true; break;
       case OPT_DTYPE:
         if (!parse_dtypes(optarg, o->dtypes, &o->ndtypes))
           return usage_error("--dtype: expected a comma-separated list of distinct fp32, fp16, bf16, got '%s'", optarg);
@@ -254,6 +261,7 @@ static void print_device(const bench_gpu *g, const bench_options *o, size_t copy
   json_object_set_new(root, "untuned", json_boolean(bench_launch_untuned));
   json_object_set_new(root, "block_states", json_boolean(bench_block_states));
   json_object_set_new(root, "keep_pool", json_boolean(o->keep_pool));
+  json_object_set_new(root, "no_overheads", json_boolean(o->no_overheads));
   if (bench_launch_spec) json_object_set_new(root, "spec", json_string(bench_launch_spec));
   if (bench_launch_bwd_spec) json_object_set_new(root, "bwd_spec", json_string(bench_launch_bwd_spec));
   json_t *passes = json_array();
@@ -274,8 +282,8 @@ int bench_all(bench_gpu *g, const bench_options *o, const bench_row_list *rows, 
   sf_variant fwd_first, bwd_first;
   bool have_fwd = false, have_bwd = false;
   printf("\n");
-  if (o->forward) have_fwd = bench_first_variant(g, rows, false, overheads, &fwd_first);
-  if (o->backward) have_bwd = bench_first_variant(g, rows, true, bwd_overheads, &bwd_first);
+  if (o->forward && !o->no_overheads) have_fwd = bench_first_variant(g, rows, false, overheads, &fwd_first);
+  if (o->backward && !o->no_overheads) have_bwd = bench_first_variant(g, rows, true, bwd_overheads, &bwd_first);
 
   bench_row_result *results = calloc((size_t)rows->count, sizeof *results);
   if (!results) {
@@ -312,8 +320,8 @@ int bench_all(bench_gpu *g, const bench_options *o, const bench_row_list *rows, 
   }
   free(results);
 
-  if (o->forward) bench_measure_cached(g, have_fwd, &fwd_first, false, overheads);
-  if (o->backward) bench_measure_cached(g, have_bwd, &bwd_first, true, bwd_overheads);
+  if (o->forward && !o->no_overheads) bench_measure_cached(g, have_fwd, &fwd_first, false, overheads);
+  if (o->backward && !o->no_overheads) bench_measure_cached(g, have_bwd, &bwd_first, true, bwd_overheads);
   return failures;
 }
 

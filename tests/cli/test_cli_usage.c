@@ -368,3 +368,23 @@ Test(cli_usage, bench_keep_pool_sets_the_release_threshold, .timeout = 120) {
   }
   free(dir);
 }
+
+Test(cli_usage, bench_no_overheads_times_the_rows_alone, .timeout = 120) {
+  /* On the pretend driver: by default bench measures the once-per-pass costs (a cold
+   * compile, the cache hits, the host launch); --no-overheads leaves them out and still
+   * times every row. */
+  char *dir = temp_dir_for_test("sf_cli_usage_");
+  char env[1200], rows[600], args[800];
+  fake_bench_setup(dir, "", rows, sizeof rows, env, sizeof env);
+  for (int skip = 0; skip <= 1; skip++) {
+    snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0%s", rows, skip ? " --no-overheads" : "");
+    char *out;
+    cr_expect_eq(run_env(env, args, &out), 0, "%s", out);
+    cr_expect_eq(strstr(out, "cold compile") != NULL, !skip, "%s", out);
+    cr_expect_eq(strstr(out, "host launch") != NULL, !skip, "%s", out);
+    cr_expect_eq(strstr(out, "in-process hit") != NULL, !skip, "%s", out);
+    cr_expect_not_null(strstr(out, "1,16,1024,16"), "the row is not in the tables:\n%s", out);
+    free(out);
+  }
+  free(dir);
+}
