@@ -430,12 +430,14 @@ Test(tuning_lookup, shipped_packed_terms_entries) {
   sf_tune_db_free(&db);
 }
 
-/* The gated bf16 backwards at N = 64 and 256, re-chosen on both GPUs by a sweep of
- * neighbouring launches (docs/perf.md v26): N = 64 over (4,1024,2048) takes 8 lanes x 8
- * steps x 8 channels in both modes (8-12% faster where it reaches), while (8,1024,2048)
- * keeps the launches the old entry led to (a guard entry: with 8 channels the plan's lanes
- * twin was 9-10% slower there); N = 256 over (1,512,2048) takes 32 x 8 x 8 capped at one
- * block an SM by default (4-5% faster) and keeps 32 x 8 x 4 at two on block states. */
+/* The gated bf16 backwards at N = 64 and 256 and the gated bf16 forward at N = 256,
+ * re-chosen on both GPUs by a sweep of neighbouring launches (docs/perf.md v26): N = 64 over
+ * (4,1024,2048) takes 8 lanes x 8 steps x 8 channels in both modes (8-12% faster where it
+ * reaches), while (8,1024,2048) keeps the launches the old entry led to (a guard entry:
+ * with 8 channels the plan's lanes twin was 9-10% slower there); N = 256 over (1,512,2048)
+ * takes 32 x 8 x 8 capped at one block an SM by default (4-5% faster) and keeps 32 x 8 x 4
+ * at two on block states. The forward at N = 256 over (1,512,2048) takes 32 x 16 x 8 capped
+ * at two (5-13% faster), also at (1,256,2048), which the H200's file led to split=time. */
 Test(tuning_lookup, shipped_large_n_neighbour_entries) {
   sf_tune_db db;
   char *warning = NULL;
@@ -444,15 +446,16 @@ Test(tuning_lookup, shipped_large_n_neighbour_entries) {
   for (int s = 0; s < db.count; s++) {
     sf_tune_table *t;
     cr_assert_eq(sf_tune_table_build(&db.sections[s], NULL, &t), SF_OK);
-    const struct { int dstate; int64_t batch, dim, seqlen; bool block_states; int threads, items, channels, min_blocks; } rows[] = {
-        {64, 4, 1024, 2048, false, 8, 8, 8, 0},  {64, 4, 1024, 2048, true, 8, 8, 8, 0},
-        {64, 2, 1024, 2048, false, 8, 8, 8, 0},  {64, 4, 1024, 4096, true, 8, 8, 8, 0},
-        {64, 8, 1024, 2048, false, 8, 8, 16, 0}, {64, 8, 1024, 2048, true, 8, 8, 32, 0},
-        {256, 1, 512, 2048, false, 32, 8, 8, 1}, {256, 1, 256, 2048, false, 32, 8, 8, 1},
-        {256, 1, 512, 2048, true, 32, 8, 4, 2}};
+    const struct { sf_op op; int dstate; int64_t batch, dim, seqlen; bool block_states; int threads, items, channels, min_blocks; } rows[] = {
+        {SF_OP_BWD, 64, 4, 1024, 2048, false, 8, 8, 8, 0},  {SF_OP_BWD, 64, 4, 1024, 2048, true, 8, 8, 8, 0},
+        {SF_OP_BWD, 64, 2, 1024, 2048, false, 8, 8, 8, 0},  {SF_OP_BWD, 64, 4, 1024, 4096, true, 8, 8, 8, 0},
+        {SF_OP_BWD, 64, 8, 1024, 2048, false, 8, 8, 16, 0}, {SF_OP_BWD, 64, 8, 1024, 2048, true, 8, 8, 32, 0},
+        {SF_OP_BWD, 256, 1, 512, 2048, false, 32, 8, 8, 1}, {SF_OP_BWD, 256, 1, 256, 2048, false, 32, 8, 8, 1},
+        {SF_OP_BWD, 256, 1, 512, 2048, true, 32, 8, 4, 2},  {SF_OP_FWD, 256, 1, 512, 2048, false, 32, 16, 8, 2},
+        {SF_OP_FWD, 256, 1, 256, 2048, false, 32, 16, 8, 2}, {SF_OP_FWD, 256, 2, 512, 2048, false, 32, 16, 8, 2}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
       sf_variant v = sf_variant_default();
-      v.op = SF_OP_BWD, v.dstate = rows[i].dstate, v.dtype = SF_BF16;
+      v.op = rows[i].op, v.dstate = rows[i].dstate, v.dtype = SF_BF16;
       v.has_z = v.has_D = v.has_delta_bias = v.softplus = true;
       cr_assert(sf_tune_table_lookup(t, &v, rows[i].block_states, rows[i].batch, rows[i].dim, 1, rows[i].seqlen),
                 "%s, row %zu: no entry", db.sections[s].gpu.name, i);
@@ -463,6 +466,6 @@ Test(tuning_lookup, shipped_large_n_neighbour_entries) {
     }
     sf_tune_table_free(t);
   }
-  cr_expect_eq(checked, 18, "the shipped files hold the H100 and H200 sections");
+  cr_expect_eq(checked, 24, "the shipped files hold the H100 and H200 sections");
   sf_tune_db_free(&db);
 }
