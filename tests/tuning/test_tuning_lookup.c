@@ -469,3 +469,35 @@ Test(tuning_lookup, shipped_large_n_neighbour_entries) {
   cr_expect_eq(checked, 24, "the shipped files hold the H100 and H200 sections");
   sf_tune_db_free(&db);
 }
+
+/* The H200's fp32 backward at N = 128 over (2,512,2048) on block states: 32 lanes x 8 steps x
+ * 8 channels capped at one block an SM instead of two, 5% faster on the seven fp32 rows
+ * around it (docs/perf.md v26); by default it keeps 16 x 8 x 16 capped at two, which the
+ * one-block launch lost to by 21-22% on four of those rows. Measured on the H200 only: the
+ * H100 keeps its entries. */
+Test(tuning_lookup, shipped_h200_fp32_n128_block_states_entry) {
+  sf_tune_db db;
+  char *warning = NULL;
+  cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
+  int checked = 0;
+  for (int s = 0; s < db.count; s++) {
+    if (strcmp(db.sections[s].gpu.name, "NVIDIA H200") != 0) continue;
+    sf_tune_table *t;
+    cr_assert_eq(sf_tune_table_build(&db.sections[s], NULL, &t), SF_OK);
+    const struct { int64_t batch, dim; bool block_states; int threads, channels, min_blocks; } rows[] = {
+        {2, 512, true, 32, 8, 1}, {4, 512, true, 32, 8, 1}, {2, 512, false, 16, 16, 2}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+      sf_variant v = sf_variant_default();
+      v.op = SF_OP_BWD, v.dstate = 128, v.dtype = SF_FP32;
+      v.has_D = v.has_delta_bias = v.softplus = true;
+      cr_assert(sf_tune_table_lookup(t, &v, rows[i].block_states, rows[i].batch, rows[i].dim, 1, 2048), "row %zu", i);
+      cr_expect(v.threads == rows[i].threads && v.items == 8 && v.channels == rows[i].channels &&
+                    v.min_blocks == rows[i].min_blocks,
+                "row %zu: %d/%d/%d+b%d", i, v.threads, v.items, v.channels, v.min_blocks);
+      checked++;
+    }
+    sf_tune_table_free(t);
+  }
+  cr_expect_eq(checked, 3, "the shipped files hold an H200 section");
+  sf_tune_db_free(&db);
+}
