@@ -392,12 +392,22 @@ Test(tuning_lookup, shipped_n16_entries_past_one_wave) {
   sf_tune_db_free(&db);
 }
 
-/* The gated bf16 backwards at N = 32 and 128, re-chosen on both GPUs after their dB/dC
- * terms became bf16 pairs (docs/perf.md v25): N = 32 over (4,1024,2048) takes 8 lanes x 16
- * steps x 8 channels, N = 128 over (2,512,2048) 8 x 8 x 16, both modes (9-25% faster where
- * they reach); (4,512,2048) at N = 128 keeps 16 lanes x 8 steps capped at 2 blocks an SM,
- * where 8 x 8 x 16 was 5-6% slower (a guard entry). */
-Test(tuning_lookup, shipped_packed_terms_entries) {
+/* A launch the shipped files must give a call: on the GPU named `gpu` (NULL: every GPU
+ * the files hold), the gated (z) or plain call of op, d_state and type over (batch, dim,
+ * seqlen), by default or on block states. */
+typedef struct shipped_launch {
+  const char *gpu;
+  sf_op op;
+  int dstate;
+  sf_dtype dtype;
+  bool z;
+  int64_t batch, dim, seqlen;
+  bool block_states;
+  int threads, items, channels, min_blocks;
+} shipped_launch;
+
+/* Looks every launch up in the embedded defaults, expects it; returns how many lookups ran. */
+static int expect_shipped_launches(const shipped_launch *launches, size_t count) {
   sf_tune_db db;
   char *warning = NULL;
   cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
@@ -405,29 +415,49 @@ Test(tuning_lookup, shipped_packed_terms_entries) {
   for (int s = 0; s < db.count; s++) {
     sf_tune_table *t;
     cr_assert_eq(sf_tune_table_build(&db.sections[s], NULL, &t), SF_OK);
-    const struct { int dstate; int64_t batch, dim, seqlen; bool guard; int threads, items, channels; } rows[] = {
-        {32, 4, 1024, 2048, false, 8, 16, 8},   {32, 8, 1024, 2048, false, 8, 16, 8},
-        {32, 4, 1024, 1024, false, 8, 16, 8},   {128, 2, 512, 2048, false, 8, 8, 16},
-        {128, 2, 512, 4096, false, 8, 8, 16},   {128, 4, 512, 2048, true, 16, 8, 0}};
-    for (int block_states = 0; block_states <= 1; block_states++) {
-      for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        sf_variant v = sf_variant_default();
-        v.op = SF_OP_BWD, v.dstate = rows[i].dstate, v.dtype = SF_BF16;
-        v.has_z = v.has_D = v.has_delta_bias = v.softplus = true;
-        cr_assert(sf_tune_table_lookup(t, &v, block_states, rows[i].batch, rows[i].dim, 1, rows[i].seqlen),
-                  "%s, row %zu, block_states=%d: no entry", db.sections[s].gpu.name, i, block_states);
-        const bool takes = rows[i].guard ? v.threads == 16 && v.items == 8 && v.min_blocks == 2
-                                         : v.threads == rows[i].threads && v.items == rows[i].items &&
-                                               v.channels == rows[i].channels && v.min_blocks == 0;
-        cr_expect(takes, "%s, row %zu, block_states=%d: %d/%d/%d+b%d", db.sections[s].gpu.name, i, block_states,
-                  v.threads, v.items, v.channels, v.min_blocks);
-        checked++;
-      }
+    for (size_t i = 0; i < count; i++) {
+      const shipped_launch *e = &launches[i];
+      if (e->gpu && strcmp(db.sections[s].gpu.name, e->gpu) != 0) continue;
+      sf_variant v = sf_variant_default();
+      v.op = e->op, v.dstate = e->dstate, v.dtype = e->dtype, v.has_z = e->z;
+      v.has_D = v.has_delta_bias = v.softplus = true;
+      cr_assert(sf_tune_table_lookup(t, &v, e->block_states, e->batch, e->dim, 1, e->seqlen), "%s, launch %zu: no entry",
+                db.sections[s].gpu.name, i);
+      cr_expect(v.threads == e->threads && v.items == e->items && v.channels == e->channels &&
+                    v.min_blocks == e->min_blocks,
+                "%s, launch %zu: %d/%d/%d+b%d", db.sections[s].gpu.name, i, v.threads, v.items, v.channels, v.min_blocks);
+      checked++;
     }
     sf_tune_table_free(t);
   }
-  cr_expect_eq(checked, 24, "the shipped files hold the H100 and H200 sections");
   sf_tune_db_free(&db);
+  return checked;
+}
+
+/* The gated bf16 backwards at N = 32 and 128, re-chosen on both GPUs after their dB/dC
+ * terms became bf16 pairs (docs/perf.md v25): N = 32 over (4,1024,2048) takes 8 lanes x 16
+ * steps x 8 channels, N = 128 over (2,512,2048) 8 x 8 x 16, both modes (9-25% faster where
+ * they reach); (4,512,2048) at N = 128 keeps 16 lanes x 8 steps capped at 2 blocks an SM,
+ * where 8 x 8 x 16 was 5-6% slower (a guard entry; 16 channels on the H100's block states,
+ * 8 elsewhere). */
+Test(tuning_lookup, shipped_packed_terms_entries) {
+  const sf_op B = SF_OP_BWD;
+  static const shipped_launch launches[] = {
+      {NULL, B, 32, SF_BF16, true, 4, 1024, 2048, false, 8, 16, 8, 0},
+      {NULL, B, 32, SF_BF16, true, 4, 1024, 2048, true, 8, 16, 8, 0},
+      {NULL, B, 32, SF_BF16, true, 8, 1024, 2048, false, 8, 16, 8, 0},
+      {NULL, B, 32, SF_BF16, true, 8, 1024, 2048, true, 8, 16, 8, 0},
+      {NULL, B, 32, SF_BF16, true, 4, 1024, 1024, false, 8, 16, 8, 0},
+      {NULL, B, 32, SF_BF16, true, 4, 1024, 1024, true, 8, 16, 8, 0},
+      {NULL, B, 128, SF_BF16, true, 2, 512, 2048, false, 8, 8, 16, 0},
+      {NULL, B, 128, SF_BF16, true, 2, 512, 2048, true, 8, 8, 16, 0},
+      {NULL, B, 128, SF_BF16, true, 2, 512, 4096, false, 8, 8, 16, 0},
+      {NULL, B, 128, SF_BF16, true, 2, 512, 4096, true, 8, 8, 16, 0},
+      {NULL, B, 128, SF_BF16, true, 4, 512, 2048, false, 16, 8, 8, 2},
+      {"NVIDIA H200", B, 128, SF_BF16, true, 4, 512, 2048, true, 16, 8, 8, 2},
+      {"NVIDIA H100 80GB HBM3", B, 128, SF_BF16, true, 4, 512, 2048, true, 16, 8, 16, 2}};
+  cr_expect_eq(expect_shipped_launches(launches, sizeof launches / sizeof launches[0]), 24,
+               "the shipped files hold the H100 and H200 sections");
 }
 
 /* The gated bf16 backwards at N = 64 and 256 and the gated bf16 forward at N = 256,
@@ -439,35 +469,22 @@ Test(tuning_lookup, shipped_packed_terms_entries) {
  * at two on block states. The forward at N = 256 over (1,512,2048) takes 32 x 16 x 8 capped
  * at two (5-13% faster), also at (1,256,2048), which the H200's file led to split=time. */
 Test(tuning_lookup, shipped_large_n_neighbour_entries) {
-  sf_tune_db db;
-  char *warning = NULL;
-  cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
-  int checked = 0;
-  for (int s = 0; s < db.count; s++) {
-    sf_tune_table *t;
-    cr_assert_eq(sf_tune_table_build(&db.sections[s], NULL, &t), SF_OK);
-    const struct { sf_op op; int dstate; int64_t batch, dim, seqlen; bool block_states; int threads, items, channels, min_blocks; } rows[] = {
-        {SF_OP_BWD, 64, 4, 1024, 2048, false, 8, 8, 8, 0},  {SF_OP_BWD, 64, 4, 1024, 2048, true, 8, 8, 8, 0},
-        {SF_OP_BWD, 64, 2, 1024, 2048, false, 8, 8, 8, 0},  {SF_OP_BWD, 64, 4, 1024, 4096, true, 8, 8, 8, 0},
-        {SF_OP_BWD, 64, 8, 1024, 2048, false, 8, 8, 16, 0}, {SF_OP_BWD, 64, 8, 1024, 2048, true, 8, 8, 32, 0},
-        {SF_OP_BWD, 256, 1, 512, 2048, false, 32, 8, 8, 1}, {SF_OP_BWD, 256, 1, 256, 2048, false, 32, 8, 8, 1},
-        {SF_OP_BWD, 256, 1, 512, 2048, true, 32, 8, 4, 2},  {SF_OP_FWD, 256, 1, 512, 2048, false, 32, 16, 8, 2},
-        {SF_OP_FWD, 256, 1, 256, 2048, false, 32, 16, 8, 2}, {SF_OP_FWD, 256, 2, 512, 2048, false, 32, 16, 8, 2}};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-      sf_variant v = sf_variant_default();
-      v.op = rows[i].op, v.dstate = rows[i].dstate, v.dtype = SF_BF16;
-      v.has_z = v.has_D = v.has_delta_bias = v.softplus = true;
-      cr_assert(sf_tune_table_lookup(t, &v, rows[i].block_states, rows[i].batch, rows[i].dim, 1, rows[i].seqlen),
-                "%s, row %zu: no entry", db.sections[s].gpu.name, i);
-      cr_expect(v.threads == rows[i].threads && v.items == rows[i].items && v.channels == rows[i].channels &&
-                    v.min_blocks == rows[i].min_blocks,
-                "%s, row %zu: %d/%d/%d+b%d", db.sections[s].gpu.name, i, v.threads, v.items, v.channels, v.min_blocks);
-      checked++;
-    }
-    sf_tune_table_free(t);
-  }
-  cr_expect_eq(checked, 24, "the shipped files hold the H100 and H200 sections");
-  sf_tune_db_free(&db);
+  const sf_op B = SF_OP_BWD, F = SF_OP_FWD;
+  static const shipped_launch launches[] = {
+      {NULL, B, 64, SF_BF16, true, 4, 1024, 2048, false, 8, 8, 8, 0},
+      {NULL, B, 64, SF_BF16, true, 4, 1024, 2048, true, 8, 8, 8, 0},
+      {NULL, B, 64, SF_BF16, true, 2, 1024, 2048, false, 8, 8, 8, 0},
+      {NULL, B, 64, SF_BF16, true, 4, 1024, 4096, true, 8, 8, 8, 0},
+      {NULL, B, 64, SF_BF16, true, 8, 1024, 2048, false, 8, 8, 16, 0},
+      {NULL, B, 64, SF_BF16, true, 8, 1024, 2048, true, 8, 8, 32, 0},
+      {NULL, B, 256, SF_BF16, true, 1, 512, 2048, false, 32, 8, 8, 1},
+      {NULL, B, 256, SF_BF16, true, 1, 256, 2048, false, 32, 8, 8, 1},
+      {NULL, B, 256, SF_BF16, true, 1, 512, 2048, true, 32, 8, 4, 2},
+      {NULL, F, 256, SF_BF16, true, 1, 512, 2048, false, 32, 16, 8, 2},
+      {NULL, F, 256, SF_BF16, true, 1, 256, 2048, false, 32, 16, 8, 2},
+      {NULL, F, 256, SF_BF16, true, 2, 512, 2048, false, 32, 16, 8, 2}};
+  cr_expect_eq(expect_shipped_launches(launches, sizeof launches / sizeof launches[0]), 24,
+               "the shipped files hold the H100 and H200 sections");
 }
 
 /* The H200's fp32 backward at N = 128 over (2,512,2048) on block states: 32 lanes x 8 steps x
@@ -476,28 +493,10 @@ Test(tuning_lookup, shipped_large_n_neighbour_entries) {
  * one-block launch lost to by 21-22% on four of those rows. Measured on the H200 only: the
  * H100 keeps its entries. */
 Test(tuning_lookup, shipped_h200_fp32_n128_block_states_entry) {
-  sf_tune_db db;
-  char *warning = NULL;
-  cr_assert_eq(sf_tune_defaults_load(&db, &warning), SF_OK);
-  int checked = 0;
-  for (int s = 0; s < db.count; s++) {
-    if (strcmp(db.sections[s].gpu.name, "NVIDIA H200") != 0) continue;
-    sf_tune_table *t;
-    cr_assert_eq(sf_tune_table_build(&db.sections[s], NULL, &t), SF_OK);
-    const struct { int64_t batch, dim; bool block_states; int threads, channels, min_blocks; } rows[] = {
-        {2, 512, true, 32, 8, 1}, {4, 512, true, 32, 8, 1}, {2, 512, false, 16, 16, 2}};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-      sf_variant v = sf_variant_default();
-      v.op = SF_OP_BWD, v.dstate = 128, v.dtype = SF_FP32;
-      v.has_D = v.has_delta_bias = v.softplus = true;
-      cr_assert(sf_tune_table_lookup(t, &v, rows[i].block_states, rows[i].batch, rows[i].dim, 1, 2048), "row %zu", i);
-      cr_expect(v.threads == rows[i].threads && v.items == 8 && v.channels == rows[i].channels &&
-                    v.min_blocks == rows[i].min_blocks,
-                "row %zu: %d/%d/%d+b%d", i, v.threads, v.items, v.channels, v.min_blocks);
-      checked++;
-    }
-    sf_tune_table_free(t);
-  }
-  cr_expect_eq(checked, 3, "the shipped files hold an H200 section");
-  sf_tune_db_free(&db);
+  static const shipped_launch launches[] = {
+      {"NVIDIA H200", SF_OP_BWD, 128, SF_FP32, false, 2, 512, 2048, true, 32, 8, 8, 1},
+      {"NVIDIA H200", SF_OP_BWD, 128, SF_FP32, false, 4, 512, 2048, true, 32, 8, 8, 1},
+      {"NVIDIA H200", SF_OP_BWD, 128, SF_FP32, false, 2, 512, 2048, false, 16, 8, 16, 2}};
+  cr_expect_eq(expect_shipped_launches(launches, sizeof launches / sizeof launches[0]), 3,
+               "the shipped files hold an H200 section");
 }
