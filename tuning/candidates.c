@@ -36,13 +36,14 @@ static bool worth_measuring(const sf_tune_request *r, const sf_variant *v) {
   /* Block states help split=state launches only (a split=time backward's blocks are
    * whole intervals); 4 steps a block would double the states the forward writes. */
   if (r->block_states && (!v->split_states || v->items < 8)) return false;
-  /* A split=state forward lane keeps about ten registers a state (its state, A, and B and
-   * C of four steps): above 16 states a lane it spills (N = 128 on 4 lanes: 255 registers
-   * and 2 KB of spills), and a walk unrolled over more than 256 (state, step) pairs a block
-   * takes NVRTC 10-40 s to compile while no shipped winner comes near (docs/tuning.md). */
-  if (v->split_states && v->op == SF_OP_FWD) {
+  /* A split=state lane keeps about ten registers a state (its state, A, and B and C of
+   * four steps; the backward more): above 16 states a lane it spills (the forward at
+   * N = 128 on 4 lanes: 255 registers and 2 KB; the backward at N = 64 on 1 lane: 1-21 KB),
+   * and a walk unrolled over more than 256 (state, step) pairs a block takes NVRTC 10-40 s
+   * to compile while no shipped winner comes near (docs/tuning.md). */
+  if (v->split_states) {
     const int per_lane = v->dstate / v->threads; /* valid: lanes divide N */
-    if (per_lane > SF_TUNE_FWD_MAX_LANE_STATES || per_lane * v->items > SF_TUNE_FWD_MAX_LANE_WALK) return false;
+    if (per_lane > SF_TUNE_MAX_LANE_STATES || per_lane * v->items > SF_TUNE_MAX_LANE_WALK) return false;
   }
   if (v->split_states) return block % 32 == 0; /* lanes x channels fill whole warps */
   if (v->op == SF_OP_BWD) return chunk == sf_scan_state_interval(r->shape.seqlen);

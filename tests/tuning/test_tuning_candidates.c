@@ -114,7 +114,7 @@ Test(tuning_candidates, candidates_respect_the_template_rules, .timeout = 300) {
   free(c);
 }
 
-/* A configuration the template refuses (the N = 128 backward on 4 lanes over 16 steps of
+/* A configuration the template refuses (the N = 128 backward on 8 lanes over 16 steps of
  * 16 channels: more than the 227 KiB a block may have) is counted as rejected and left
  * out; without asking the template it stays. One above 48 KiB (dynamic shared memory:
  * 16 lanes, 8 steps, 8 channels) stays. */
@@ -130,13 +130,13 @@ Test(tuning_candidates, template_rejections_are_left_out) {
   cr_expect_eq(n + rejected, m);
   bool found_asked = false, found_unasked = false, found_dynamic = false;
   for (int i = 0; i < n; i++) {
-    found_asked |= asked[i].split_states && asked[i].threads == 4 && asked[i].items == 16 && asked[i].channels == 16;
+    found_asked |= asked[i].split_states && asked[i].threads == 8 && asked[i].items == 16 && asked[i].channels == 16;
     found_dynamic |= asked[i].split_states && asked[i].threads == 16 && asked[i].items == 8 && asked[i].channels == 8;
   }
   for (int i = 0; i < m; i++)
-    found_unasked |= unasked[i].split_states && unasked[i].threads == 4 && unasked[i].items == 16 && unasked[i].channels == 16;
-  cr_expect(found_unasked, "4/16/16 should be in the knob grid");
-  cr_expect_not(found_asked, "4/16/16 needs more than 227 KiB of shared memory: the template rejects it");
+    found_unasked |= unasked[i].split_states && unasked[i].threads == 8 && unasked[i].items == 16 && unasked[i].channels == 16;
+  cr_expect(found_unasked, "8/16/16 should be in the knob grid");
+  cr_expect_not(found_asked, "8/16/16 needs more than 227 KiB of shared memory: the template rejects it");
   cr_expect(found_dynamic, "16/8/8 needs 112 KiB, in dynamic shared memory: the template accepts it");
   free(asked);
   free(unasked);
@@ -161,6 +161,30 @@ Test(tuning_candidates, forward_lanes_hold_at_most_16_states_and_256_state_steps
   }
   cr_expect(eight_by_16);
   cr_expect(thirty_two_by_64);
+  free(c);
+}
+
+/* The split=state backward's lanes too (stop 36): at N = 64 over (4,1024,2048) in bf16,
+ * no lane of 32 or 64 states (one such candidate took 27 s to compile and spilled 21 KB a
+ * thread), while the launches the shipped files run there (8 lanes x 8 steps x 8, 16 and
+ * 32 channels) stay. */
+Test(tuning_candidates, backward_lanes_hold_at_most_16_states_and_256_state_steps) {
+  sf_tune_request r = {.variant = sf_variant_default(), .shape = {4, 1024, 2048, 1}};
+  r.variant.op = SF_OP_BWD, r.variant.dstate = 64, r.variant.dtype = SF_BF16;
+  r.variant.has_z = r.variant.has_D = r.variant.has_delta_bias = r.variant.softplus = true;
+  sf_variant *c = malloc(CAP * sizeof *c);
+  const int n = sf_tune_candidates(&r, false, c, CAP, NULL);
+  cr_assert(n > 1 && n <= CAP);
+  int shipped = 0, split_state = 0;
+  for (int i = 1; i < n; i++) {
+    if (!c[i].split_states) continue;
+    split_state++;
+    const int per_lane = c[i].dstate / c[i].threads;
+    cr_expect(per_lane <= 16 && per_lane * c[i].items <= 256, "%d lanes x %d steps", c[i].threads, c[i].items);
+    shipped += c[i].threads == 8 && c[i].items == 8 && (c[i].channels == 8 || c[i].channels == 16 || c[i].channels == 32);
+  }
+  cr_expect_gt(split_state, 10);
+  cr_expect_eq(shipped, 3, "the shipped launches are among the candidates");
   free(c);
 }
 
