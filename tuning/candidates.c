@@ -44,8 +44,8 @@ static bool worth_measuring(const sf_tune_request *r, const sf_variant *v) {
   if (v->split_states) {
     const int per_lane = v->dstate / v->threads; /* valid: lanes divide N */
     if (per_lane > SF_TUNE_MAX_LANE_STATES || per_lane * v->items > SF_TUNE_MAX_LANE_WALK) return false;
+    return block % 32 == 0; /* lanes x channels fill whole warps */
   }
-  if (v->split_states) return block % 32 == 0; /* lanes x channels fill whole warps */
   if (v->op == SF_OP_BWD) return chunk == sf_scan_state_interval(r->shape.seqlen);
   return chunk >= (P < 64 ? P : 64) && chunk <= (P > 64 ? P : 64);
 }

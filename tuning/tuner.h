@@ -56,8 +56,9 @@ sf_tune_entry sf_tune_request_key(const sf_tune_request *r);
  * threads, no more channels than the call has (rounded up to a power of two), a split=time
  * forward chunk (threads x items) between min(64, P) and max(64, P) steps, P the next
  * power of two >= L, a split=state lane (forward or backward) of at most
- * SF_TUNE_MAX_LANE_STATES states and SF_TUNE_MAX_LANE_WALK (state, step) pairs a block. With ask_template, those the template refuses are left out and
- * counted in *rejected (may be NULL); the tuner leaves that to its compiles instead.
+ * SF_TUNE_MAX_LANE_STATES states and SF_TUNE_MAX_LANE_WALK (state, step) pairs a block.
+ * With ask_template, those the template refuses are left out and counted in *rejected
+ * (may be NULL); the tuner leaves that to its compiles instead.
  * Writes up to `cap` and returns how many there are. */
 int sf_tune_candidates(const sf_tune_request *r, bool ask_template, sf_variant *out, int cap, int *rejected);
 #define SF_TUNE_MAX_LANE_STATES 16

@@ -327,16 +327,24 @@ static void fake_bench_setup(const char *dir, const char *extra_env, char *rows,
            SCANFORGE_FAKE_CUDA_PATH, dir);
 }
 
+/* `scanforge bench` of the rows file, two timed launches a row and pass, with `flags`, in
+ * `env` (fake_bench_setup's); expects it to succeed and returns its output (to free). */
+static char *run_fake_bench(const char *env, const char *rows, const char *flags) {
+  char args[800];
+  snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0 %s", rows, flags);
+  char *out;
+  cr_expect_eq(run_env(env, args, &out), 0, "%s", out);
+  return out;
+}
+
 Test(cli_usage, deterministic_workspaces_come_from_the_library_pool, .timeout = 120) {
   /* On the pretend driver: a deterministic backward takes its partial sums from the pool
    * scanforge makes for the device, whose release threshold is
    * $SCANFORGE_WORKSPACE_KEEP_BYTES, and the pool is gone when the context is. */
   char *dir = temp_dir_for_test("sf_cli_usage_");
-  char env[1200], rows[600], args[800];
+  char env[1200], rows[600];
   fake_bench_setup(dir, "SCANFORGE_WORKSPACE_KEEP_BYTES=256M ", rows, sizeof rows, env, sizeof env);
-  snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0 --backward-only --deterministic", rows);
-  char *out;
-  cr_expect_eq(run_env(env, args, &out), 0, "%s", out);
+  char *out = run_fake_bench(env, rows, "--backward-only --deterministic");
   const char *report = strstr(out, "fake cuda:");
   cr_assert_not_null(report, "%s", out);
   long launches = 0, live = 0, from_pools = 0, alive = -1;
@@ -356,12 +364,10 @@ Test(cli_usage, bench_keep_pool_sets_the_release_threshold, .timeout = 120) {
    * the default pool's release threshold to no limit (the driver reports it at exit);
    * without it the pool is left alone. */
   char *dir = temp_dir_for_test("sf_cli_usage_");
-  char env[1200], rows[600], args[800];
+  char env[1200], rows[600];
   fake_bench_setup(dir, "", rows, sizeof rows, env, sizeof env);
   for (int keep = 0; keep <= 1; keep++) {
-    snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0 --forward-only%s", rows, keep ? " --keep-pool" : "");
-    char *out;
-    cr_expect_eq(run_env(env, args, &out), 0, "%s", out);
+    char *out = run_fake_bench(env, rows, keep ? "--forward-only --keep-pool" : "--forward-only");
     cr_expect_eq(strstr(out, "keeps its memory across synchronizations (--keep-pool)") != NULL, keep, "%s", out);
     cr_expect_eq(strstr(out, "default pool kept") != NULL, keep, "%s", out);
     free(out);
@@ -374,12 +380,10 @@ Test(cli_usage, bench_no_overheads_times_the_rows_alone, .timeout = 120) {
    * compile, the cache hits, the host launch); --no-overheads leaves them out and still
    * times every row. */
   char *dir = temp_dir_for_test("sf_cli_usage_");
-  char env[1200], rows[600], args[800];
+  char env[1200], rows[600];
   fake_bench_setup(dir, "", rows, sizeof rows, env, sizeof env);
   for (int skip = 0; skip <= 1; skip++) {
-    snprintf(args, sizeof args, "bench --rows '%s' --reps 2 --warmup 0%s", rows, skip ? " --no-overheads" : "");
-    char *out;
-    cr_expect_eq(run_env(env, args, &out), 0, "%s", out);
+    char *out = run_fake_bench(env, rows, skip ? "--no-overheads" : "");
     cr_expect_eq(strstr(out, "cold compile") != NULL, !skip, "%s", out);
     cr_expect_eq(strstr(out, "host launch") != NULL, !skip, "%s", out);
     cr_expect_eq(strstr(out, "in-process hit") != NULL, !skip, "%s", out);

@@ -160,8 +160,8 @@ static void read_shared_sections(const unsigned char *image, fake_module *m) {
     snprintf(m->shared_names[m->shared_count], sizeof m->shared_names[0], "%s", name + 11);
     /* An sm_90 cubin's section holds the 1 KiB the driver reserves a block (ptxas reports
      * 37120 bytes smem where the section has 38144; sm_80's sections hold ptxas' number):
-     * the function's own shared memory is the rest (e_flags bits 8-15: the SM), and the occupancy adds the
-     * reserve once, as the driver does. */
+     * the function's own shared memory is the rest (e_flags bits 8-15: the SM), and the
+     * occupancy adds the reserve once, as the driver does. */
     const int reserve = (header.e_flags >> 8 & 0xff) >= 90 && section.sh_size >= 1024 ? 1024 : 0;
     m->shared_sizes[m->shared_count++] = (int)section.sh_size - reserve;
   }
