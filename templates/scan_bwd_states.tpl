@@ -67,7 +67,7 @@
 @ -- (decided below, once every array is known); else `vector_row_strides`' equal strides
 @ local part_plain_row, part_plain_slot = common.vector_row_strides(LN, LN, TB, Q, R)
 @ local part_plain = { inner = part_plain_row, group = 1, group_words = part_plain_slot, offsets = { 0 } }
-@ local part_layout = common.part_layout(LN, TB, Q, R, { inner = part_plain_row, slot_words = part_plain_slot })
+@ local part_layout = common.part_layout(LN, TB, Q, R, part_plain)
 @ local function part_words(layout) return (CH + layout.group - 1) // layout.group * layout.group_words end
 @ -- From N = 32 on, the dB and dC terms of 16-bit calls are exchanged as bf16, two steps a
 @ -- word: half the shared-memory bytes of the terms and their sums, which bound this kernel

@@ -102,21 +102,6 @@ function M.vector_row_strides(lanes, rows_per_slot, row, step, team)
   return best.inner, best.slot_words
 end
 
--- The layout of per-lane rows that a slot's `lanes` threads (lane t % lanes, slot
--- t // lanes) write `row` words each, 16 bytes at a time, and read back: with team = 1,
--- lane l reads `step` consecutive words of every row from column l * step, in pieces of up
--- to 16 bytes; with a team, lane l reads one word of row l % team + m * team at column
--- l // team. Rows are `inner` words apart; a slot's rows start at word
--- (slot // group) * group_words + offsets[slot % group + 1].
---
--- The hardware serves 128 bytes of a warp's access a wavefront: 8-byte accesses a
--- half-warp at a time, 16-byte ones a quarter, and a bank holding k distinct words of a
--- phase costs k wavefronts. `vector_row_strides` (equal slot strides) counts 4-byte reads
--- over the whole warp instead, so some of its layouts cost an 8-byte read two wavefronts.
--- Where they do, this finds rows of up to 12 words more and slot offsets (multiples of 4
--- words, so that the 16-byte accesses stay aligned) that cost none more than the bytes
--- need, with the least memory: equal strides where some serve, else groups of slots;
--- elsewhere it keeps the caller's layout (`current`) or `vector_row_strides`'.
 -- Whether every phase of a warp's access is served in one wavefront: each thread t reads
 -- or writes `words` words from word_of(t), a phase is 32 / words threads, and a phase
 -- with two distinct words in one bank takes two. Phases with a thread that `known`
@@ -143,8 +128,22 @@ local function phases_conflict_free(words, word_of, known)
   return true
 end
 
-function M.part_layout(lanes, row, step, team, current)
-  team = team or 1
+-- The layout of per-lane rows that a slot's `lanes` threads (lane t % lanes, slot
+-- t // lanes) write `row` words each, 16 bytes at a time, and read back: with team = 1,
+-- lane l reads `step` consecutive words of every row from column l * step, in pieces of up
+-- to 16 bytes; with a team, lane l reads one word of row l % team + m * team at column
+-- l // team. Rows are `inner` words apart; a slot's rows start at word
+-- (slot // group) * group_words + offsets[slot % group + 1].
+--
+-- The hardware serves 128 bytes of a warp's access a wavefront: 8-byte accesses a
+-- half-warp at a time, 16-byte ones a quarter, and a bank holding k distinct words of a
+-- phase costs k wavefronts. `vector_row_strides` (equal slot strides) counts 4-byte reads
+-- over the whole warp instead, so some of its layouts cost an 8-byte read two wavefronts.
+-- Where the caller's layout `plain` (equal strides: group 1) does, this finds rows of up
+-- to 12 words more and slot offsets (multiples of 4 words, so that the 16-byte accesses
+-- stay aligned) that cost none more than the bytes need, with the least memory: equal
+-- strides where some serve, else groups of slots. Elsewhere it returns `plain` itself.
+function M.part_layout(lanes, row, step, team, plain)
   local read_words = team == 1 and math.min(step, 4) or 1
   -- whether one warp's writes and reads are all served a wavefront a phase (the fewest the
   -- bytes need), slots from `placed` on left out when given
@@ -165,13 +164,7 @@ function M.part_layout(lanes, row, step, team, current)
     end
     return true
   end
-  -- the caller's own equal strides (`current` = { inner, slot_words }) where it has them,
-  -- else `vector_row_strides`' choice; kept wherever they serve
-  local inner0, slot_words0
-  if current then inner0, slot_words0 = current.inner, current.slot_words
-  else inner0, slot_words0 = M.vector_row_strides(lanes, lanes, row, step, team) end
-  local linear = { inner = inner0, group = 1, group_words = slot_words0, offsets = { 0 } }
-  if lanes == 1 or conflict_free(inner0, function(s) return s * slot_words0 end) then return linear end
+  if lanes == 1 or conflict_free(plain.inner, function(s) return s * plain.group_words end) then return plain end
   local best -- the layout with the fewest words a slot, then the shortest rows
   local function consider(layout)
     layout.per_slot = layout.group_words / layout.group
@@ -193,7 +186,7 @@ function M.part_layout(lanes, row, step, team, current)
   -- (32 / read_words threads) or a write phase (8), so that no phase spans two groups;
   -- a group's words are a multiple of 32, so every group meets the same banks as the first.
   local group = math.min(32 // lanes, math.max(1, math.max(32 // read_words, 8) // lanes))
-  if group == 1 or group > 4 then return linear end -- one slot a group: equal strides, searched above
+  if group == 1 or group > 4 then return plain end -- one slot a group: equal strides, searched above
   for inner = (row + 3) // 4 * 4, (row + 3) // 4 * 4 + 12, 4 do
     local span = lanes * inner
     local offsets = { 0 }
@@ -219,7 +212,7 @@ function M.part_layout(lanes, row, step, team, current)
     end
     search(1)
   end
-  return best or linear
+  return best or plain
 end
 
 -- The C expression of the word where slot `slot` (a C expression) starts in a

@@ -11,6 +11,9 @@ local M = {}
 
 M.STATIC_MAX = 48 * 1024   -- the most a kernel may declare statically
 M.DYNAMIC_MAX = 227 * 1024 -- the most a block may opt in to (sm_90); smaller GPUs refuse at load
+M.SM_BYTES = 228 * 1024    -- an sm_90 SM's shared memory (runtime/compile/occupancy.c)
+M.BLOCK_RESERVE = 1024     -- bytes the driver reserves a block
+M.SHARED_UNIT = 128        -- a block takes shared memory in units of this many bytes
 
 -- A new, empty list of arrays.
 function M.new()
@@ -31,11 +34,11 @@ function M.find(layout, name)
   return nil
 end
 
--- The blocks of `bytes` of shared memory one SM holds, on sm_90 (228 KB an SM, 1 KB
--- reserved a block, in 128-byte units: runtime/compile/occupancy.c), for choices that must
--- not cost a block an SM.
+-- The blocks of `bytes` of shared memory one sm_90 SM holds, for choices that must not
+-- cost a block an SM.
 function M.blocks_an_sm(bytes)
-  return (228 * 1024) // ((bytes + 1024 + 127) // 128 * 128)
+  local unit = M.SHARED_UNIT
+  return M.SM_BYTES // ((bytes + M.BLOCK_RESERVE + unit - 1) // unit * unit)
 end
 
 -- The bytes of the arrays `keep` accepts (every array without it).
