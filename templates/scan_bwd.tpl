@@ -460,15 +460,4 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
     }
   }
 }
-@ if det then
-
-/* out[i] = the sum over k of partials[k * size + i], always in the order k = 0, 1, ... */
-extern "C" __global__ void __launch_bounds__(256) sf_scan_bwd_finalize(const float *partials, long long slices,
-                                                                      long long size, float *out) {
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < size; i += (long long)gridDim.x * 256) {
-    float sum = 0.f;
-    for (long long k = 0; k < slices; k++) sum += partials[k * size + i];
-    out[i] = sum;
-  }
-}
-@ end
+@ include("bwd_sums.tpl")

@@ -824,15 +824,4 @@ extern "C" __global__ void __launch_bounds__(SF_COMBINE_THREADS) sf_scan_bwd_com
   const sf_fwd_params &f = p.f;
   combine_block(f.carry_decay, p.carry_adjoint, p.d_last_state, f.dim, f.nsegments, f.nsegments, true);
 }
-@ if det then
-
-/* out[i] = the sum over k of partials[k * size + i], always in the order k = 0, 1, ... */
-extern "C" __global__ void __launch_bounds__(256) sf_scan_bwd_finalize(const float *partials, long long slices,
-                                                                      long long size, float *out) {
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < size; i += (long long)gridDim.x * 256) {
-    float sum = 0.f;
-    for (long long k = 0; k < slices; k++) sum += partials[k * size + i];
-    out[i] = sum;
-  }
-}
-@ end
+@ include("bwd_sums.tpl")

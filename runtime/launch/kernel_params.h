@@ -75,6 +75,16 @@ typedef struct sf_bwd_params {
   float *carry_adjoint;
 } sf_bwd_params;
 
+/* sf_scan_bwd_zero's argument (templates/bwd_sums.tpl): the sums the default backward adds
+ * into, in the order dA, dB, dC, dD, ddelta_bias (NULL: not wanted), and their lengths in
+ * floats. One launch of SF_ZERO_THREADS-thread blocks clears them all. */
+#define SF_BWD_SUMS 5
+#define SF_ZERO_THREADS 256
+typedef struct sf_bwd_zero_params {
+  float *sums[SF_BWD_SUMS];
+  long long counts[SF_BWD_SUMS];
+} sf_bwd_zero_params;
+
 /* The combine kernels' shape (templates/carry_combine.tpl), computed alike on host and
  * device: blocks of 256 threads, each (row, state) pair served by `runs` threads that
  * split its `maps` segment maps into runs. One thread walks all of a pair's maps once the

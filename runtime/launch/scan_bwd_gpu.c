@@ -55,15 +55,36 @@ int64_t sf_scan_bwd_block_interval(const sf_variant *bwd, int64_t seqlen) {
   return items < most ? items : most;
 }
 
-static sf_status zero(const sf_cu *cu, float *p, int64_t count, CUstream stream) {
-  if (!p || count == 0) return SF_OK;
-  return sf_cu_check(cu->MemsetD32Async((CUdeviceptr)(uintptr_t)p, 0, (size_t)count, stream), "cuMemsetD32Async");
-}
-
 /* The five sums the kernel accumulates: the outputs, or their partials. */
 typedef struct sums {
   float *dA, *dB, *dC, *dD, *ddelta_bias;
 } sums;
+
+/* sf_scan_bwd_zero's grid at most: 2048 blocks of 256 threads fill the largest GPUs (132
+ * SMs x 2048 threads) about twice; past that each thread clears several floats of a sum. */
+#define SF_ZERO_MAX_BLOCKS 2048
+
+/* The sums set to 0 for the kernel's atomics, all five in one launch of sf_scan_bwd_zero
+ * (templates/bwd_sums.tpl): five memsets were five launches, a few microseconds each of a
+ * short call's time. `counts` in floats, in the order of sf_bwd_zero_params. */
+static sf_status zero_sums(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const sums *s,
+                           const int64_t counts[SF_BWD_SUMS], CUstream stream) {
+  sf_bwd_zero_params z = {{s->dA, s->dB, s->dC, s->dD, s->ddelta_bias}, {0}};
+  int64_t longest = 0;
+  for (int k = 0; k < SF_BWD_SUMS; k++) {
+    z.counts[k] = z.sums[k] ? counts[k] : 0;
+    if (z.counts[k] > longest) longest = z.counts[k];
+  }
+  if (longest == 0) return SF_OK;
+  const sf_kernel *kernel = NULL;
+  sf_status st = sf_kernel_for_variant_helper(ctx, v, "sf_scan_bwd_zero", &kernel);
+  if (st != SF_OK) return st;
+  const int64_t blocks = (longest + SF_ZERO_THREADS - 1) / SF_ZERO_THREADS;
+  void *params[] = {&z};
+  return sf_cu_check(cu->LaunchKernel(kernel->function, (unsigned)(blocks < SF_ZERO_MAX_BLOCKS ? blocks : SF_ZERO_MAX_BLOCKS),
+                                      1, 1, SF_ZERO_THREADS, 1, 1, (unsigned)kernel->dynamic_shared, stream, params, NULL),
+                     "cuLaunchKernel(sf_scan_bwd_zero)");
+}
 
 /* Deterministic mode: partial sums in a stream-ordered workspace, one slice per batch row
  * and segment walked in parallel (dA, fixed dB/dC, dD, ddelta_bias) or per block of a
@@ -236,11 +257,9 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     if (st != SF_OK) return st;
     s = plan.partials;
   } else {
-    st = zero(cu, r->dA, f->dim * N, stream);
-    if (st == SF_OK) st = zero(cu, r->dB, f->B_var ? var_size : fixed_size, stream);
-    if (st == SF_OK) st = zero(cu, r->dC, f->C_var ? var_size : fixed_size, stream);
-    if (st == SF_OK) st = zero(cu, r->dD, f->dim, stream);
-    if (st == SF_OK) st = zero(cu, r->ddelta_bias, f->dim, stream);
+    const int64_t counts[SF_BWD_SUMS] = {f->dim * N, f->B_var ? var_size : fixed_size,
+                                         f->C_var ? var_size : fixed_size, f->dim, f->dim};
+    st = zero_sums(ctx, cu, &v, &s, counts, stream);
     if (st != SF_OK) return st;
   }
 
