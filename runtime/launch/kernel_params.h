@@ -75,15 +75,22 @@ typedef struct sf_bwd_params {
   float *carry_adjoint;
 } sf_bwd_params;
 
-/* sf_scan_bwd_zero's argument (templates/bwd_sums.tpl): the sums the default backward adds
- * into, in the order dA, dB, dC, dD, ddelta_bias (NULL: not wanted), and their lengths in
- * floats. One launch of SF_ZERO_THREADS-thread blocks clears them all. */
+/* The arguments of the backward's two small kernels (templates/bwd_sums.tpl), launched
+ * in blocks of SF_SUMS_THREADS threads, each serving the five sums the backward writes,
+ * in the order dA, dB, dC, dD, ddelta_bias (NULL: not wanted), sizes in floats.
+ * sf_scan_bwd_zero clears them before the default mode's atomics; sf_scan_bwd_finalize adds
+ * the deterministic mode's partials, `slices` arrays of `sizes` floats a sum. */
 #define SF_BWD_SUMS 5
-#define SF_ZERO_THREADS 256
+#define SF_SUMS_THREADS 256
 typedef struct sf_bwd_zero_params {
   float *sums[SF_BWD_SUMS];
   long long counts[SF_BWD_SUMS];
 } sf_bwd_zero_params;
+typedef struct sf_bwd_finalize_params {
+  const float *partials[SF_BWD_SUMS];
+  float *sums[SF_BWD_SUMS];
+  long long slices[SF_BWD_SUMS], sizes[SF_BWD_SUMS];
+} sf_bwd_finalize_params;
 
 /* The combine kernels' shape (templates/carry_combine.tpl), computed alike on host and
  * device: blocks of 256 threads, each (row, state) pair served by `runs` threads that

@@ -60,9 +60,25 @@ typedef struct sums {
   float *dA, *dB, *dC, *dD, *ddelta_bias;
 } sums;
 
-/* sf_scan_bwd_zero's grid at most: 2048 blocks of 256 threads fill the largest GPUs (132
- * SMs x 2048 threads) about twice; past that each thread clears several floats of a sum. */
-#define SF_ZERO_MAX_BLOCKS 2048
+/* The grid of sf_scan_bwd_zero and sf_scan_bwd_finalize at most: 2048 blocks of 256
+ * threads fill the largest GPUs (132 SMs x 2048 threads) about twice; past that each
+ * thread serves several floats of a sum. */
+#define SF_SUMS_MAX_BLOCKS 2048
+
+/* One launch of `entry` (sf_scan_bwd_zero or sf_scan_bwd_finalize) over sums of at most
+ * `longest` floats. */
+static sf_status launch_sums_kernel(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const char *entry,
+                                    void *arg, int64_t longest, CUstream stream) {
+  if (longest == 0) return SF_OK;
+  const sf_kernel *kernel = NULL;
+  sf_status st = sf_kernel_for_variant_helper(ctx, v, entry, &kernel);
+  if (st != SF_OK) return st;
+  const int64_t blocks = (longest + SF_SUMS_THREADS - 1) / SF_SUMS_THREADS;
+  void *params[] = {arg};
+  return sf_cu_check(cu->LaunchKernel(kernel->function, (unsigned)(blocks < SF_SUMS_MAX_BLOCKS ? blocks : SF_SUMS_MAX_BLOCKS),
+                                      1, 1, SF_SUMS_THREADS, 1, 1, (unsigned)kernel->dynamic_shared, stream, params, NULL),
+                     entry);
+}
 
 /* The sums set to 0 for the kernel's atomics, all five in one launch of sf_scan_bwd_zero
  * (templates/bwd_sums.tpl): five memsets were five launches, a few microseconds each of a
@@ -75,15 +91,7 @@ static sf_status zero_sums(sf_context *ctx, const sf_cu *cu, const sf_variant *v
     z.counts[k] = z.sums[k] ? counts[k] : 0;
     if (z.counts[k] > longest) longest = z.counts[k];
   }
-  if (longest == 0) return SF_OK;
-  const sf_kernel *kernel = NULL;
-  sf_status st = sf_kernel_for_variant_helper(ctx, v, "sf_scan_bwd_zero", &kernel);
-  if (st != SF_OK) return st;
-  const int64_t blocks = (longest + SF_ZERO_THREADS - 1) / SF_ZERO_THREADS;
-  void *params[] = {&z};
-  return sf_cu_check(cu->LaunchKernel(kernel->function, (unsigned)(blocks < SF_ZERO_MAX_BLOCKS ? blocks : SF_ZERO_MAX_BLOCKS),
-                                      1, 1, SF_ZERO_THREADS, 1, 1, (unsigned)kernel->dynamic_shared, stream, params, NULL),
-                     "cuLaunchKernel(sf_scan_bwd_zero)");
+  return launch_sums_kernel(ctx, cu, v, "sf_scan_bwd_zero", &z, longest, stream);
 }
 
 /* Deterministic mode: partial sums in a stream-ordered workspace, one slice per batch row
@@ -94,7 +102,7 @@ typedef struct deterministic_plan {
   CUdeviceptr workspace;
   sums partials;
   sums outputs;
-  int64_t slices[5], sizes[5];
+  int64_t slices[SF_BWD_SUMS], sizes[SF_BWD_SUMS];
 } deterministic_plan;
 
 static sf_status plan_partials(sf_context *ctx, const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v,
@@ -126,26 +134,21 @@ static sf_status plan_partials(sf_context *ctx, const sf_cu *cu, const sf_scan_b
   return SF_OK;
 }
 
-/* Adds up the partials into the outputs (if the main launch succeeded) and frees them. */
+/* Adds up the partials into the outputs (if the main launch succeeded), all five sums in
+ * one launch of sf_scan_bwd_finalize, and frees them. */
 static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_variant *v,
                                  deterministic_plan *plan, sf_status st, CUstream stream) {
-  const sf_kernel *finalize = NULL;
-  if (st == SF_OK) st = sf_kernel_for_variant_helper(ctx, v, "sf_scan_bwd_finalize", &finalize);
-  float *partials[5] = {plan->partials.dA, plan->partials.dB, plan->partials.dC,
-                        plan->partials.dD, plan->partials.ddelta_bias};
-  float *outputs[5] = {plan->outputs.dA, plan->outputs.dB, plan->outputs.dC, plan->outputs.dD,
-                       plan->outputs.ddelta_bias};
-  for (int k = 0; k < 5 && st == SF_OK; k++) {
-    if (!outputs[k]) continue;
-    long long slices = plan->slices[k], size = plan->sizes[k];
-    const float *from = partials[k];
-    float *to = outputs[k];
-    void *params[] = {&from, &slices, &size, &to};
-    int64_t blocks = (size + 255) / 256;
-    st = sf_cu_check(cu->LaunchKernel(finalize->function, (unsigned)(blocks < 65535 ? blocks : 65535), 1, 1,
-                                      256, 1, 1, (unsigned)finalize->dynamic_shared, stream, params, NULL),
-                     "cuLaunchKernel(sf_scan_bwd_finalize)");
+  sf_bwd_finalize_params f = {
+      .partials = {plan->partials.dA, plan->partials.dB, plan->partials.dC, plan->partials.dD, plan->partials.ddelta_bias},
+      .sums = {plan->outputs.dA, plan->outputs.dB, plan->outputs.dC, plan->outputs.dD, plan->outputs.ddelta_bias},
+  };
+  int64_t longest = 0;
+  for (int k = 0; k < SF_BWD_SUMS; k++) {
+    f.slices[k] = plan->slices[k];
+    f.sizes[k] = f.sums[k] ? plan->sizes[k] : 0;
+    if (f.sizes[k] > longest) longest = f.sizes[k];
   }
+  if (st == SF_OK) st = launch_sums_kernel(ctx, cu, v, "sf_scan_bwd_finalize", &f, longest, stream);
   sf_status freed = sf_cu_check(cu->MemFreeAsync(plan->workspace, stream), "cuMemFreeAsync");
   return st != SF_OK ? st : freed;
 }
