@@ -10,7 +10,7 @@
 extern "C" __global__ void __launch_bounds__(SF_SUMS_THREADS) sf_scan_bwd_finalize(const sf_bwd_finalize_params f) {
   const long long first = blockIdx.x * (long long)SF_SUMS_THREADS + threadIdx.x;
   const long long stride = (long long)gridDim.x * SF_SUMS_THREADS;
-#pragma unroll
+#pragma unroll 1 /* one copy of the summing loop for the five sums */
   for (int k = 0; k < SF_BWD_SUMS; k++) {
     const float *partials = f.partials[k];
     float *out = f.sums[k];
@@ -18,7 +18,15 @@ extern "C" __global__ void __launch_bounds__(SF_SUMS_THREADS) sf_scan_bwd_finali
     const long long size = f.sizes[k], slices = f.slices[k];
     for (long long i = first; i < size; i += stride) {
       float sum = 0.f;
-      for (long long j = 0; j < slices; j++) sum += partials[j * size + i];
+      long long j = 0;
+      for (; j + SF_SUMS_LOADS <= slices; j += SF_SUMS_LOADS) { /* the loads in flight together, then added in order */
+        float part[SF_SUMS_LOADS];
+#pragma unroll
+        for (int q = 0; q < SF_SUMS_LOADS; q++) part[q] = partials[(j + q) * size + i];
+#pragma unroll
+        for (int q = 0; q < SF_SUMS_LOADS; q++) sum += part[q];
+      }
+      for (; j < slices; j++) sum += partials[j * size + i];
       out[i] = sum;
     }
   }

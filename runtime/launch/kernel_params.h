@@ -82,6 +82,7 @@ typedef struct sf_bwd_params {
  * the deterministic mode's partials, `slices` arrays of `sizes` floats a sum. */
 #define SF_BWD_SUMS 5
 #define SF_SUMS_THREADS 256
+#define SF_SUMS_LOADS 8 /* partials a finalize thread loads before it adds them */
 typedef struct sf_bwd_zero_params {
   float *sums[SF_BWD_SUMS];
   long long counts[SF_BWD_SUMS];
