@@ -7,7 +7,9 @@
  * SM holds follow from it as on an H100 (228 KiB an SM, 1 KiB reserved a block); registers
  * are not counted. Module globals are the cubin's object symbols, with their sizes.
  * Nothing it "computes" means anything: only that calls were made in a valid order with
- * valid arguments. $FAKE_CUDA_REPORT set: launches and live allocations printed at exit. */
+ * valid arguments. $FAKE_CUDA_REPORT set: launches and live allocations printed at exit.
+ * Tests may read, through dlsym, the kernels launched and the memsets made since they last
+ * cleared the journal (fake_cuda_journal_*, at the end of this file). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cuda.h>
 #include <elf.h>
@@ -25,6 +27,11 @@ enum { MAX_ALLOC = 64 << 20 };
 static __thread CUcontext current;
 static int primary_context;
 static long launches, live_allocations;
+/* The journal: each launch's kernel name in order, and the memsets, since the last clear. */
+enum { JOURNAL_MAX = 64 };
+static char journal[JOURNAL_MAX][128];
+static int journal_count;
+static long journal_memsets;
 
 static double now_ms(void) {
   struct timespec ts;
@@ -195,10 +202,12 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, cons
   snprintf(f->name, sizeof f->name, "%s", name);
   for (int i = 0; i < m->shared_count; i++)
     if (strcmp(m->shared_names[i], name) == 0) f->shared_bytes = m->shared_sizes[i];
-  /* The templates' combine and finalize kernels keep their arrays static (templates/carry_combine.tpl,
-   * scan_bwd_states.tpl): only the others would fault with less than the module declares. */
+  /* The templates' combine, zero and finalize kernels keep their arrays static
+   * (templates/carry_combine.tpl, bwd_sums.tpl): only the others would fault with less than
+   * the module declares. */
   const size_t length = strlen(name);
   const bool static_only = (length > 8 && strcmp(name + length - 8, "_combine") == 0) ||
+                           (length > 5 && strcmp(name + length - 5, "_zero") == 0) ||
                            (length > 9 && strcmp(name + length - 9, "_finalize") == 0);
   for (int i = 0; i < m->global_count && !static_only; i++)
     if (strcmp(m->global_names[i], SF_DYNAMIC_SHARED_SYMBOL) == 0)
@@ -261,6 +270,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
       shared_bytes < ((fake_function *)function)->dynamic_bytes)
     return CUDA_ERROR_INVALID_VALUE;
   launches++;
+  if (journal_count < JOURNAL_MAX)
+    snprintf(journal[journal_count++], sizeof journal[0], "%s", ((fake_function *)function)->name);
   return CUDA_SUCCESS;
 }
 
@@ -294,10 +305,12 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t byte
   return cuMemcpyDtoD(dst, src, bytes);
 }
 CUresult CUDAAPI cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
+  journal_memsets++;
   memset(at(dst), value, count);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t count) {
+  journal_memsets++;
   unsigned int *p = at(dst);
   for (size_t i = 0; i < count; i++) p[i] = value;
   return CUDA_SUCCESS;
@@ -419,3 +432,9 @@ __attribute__((destructor)) static void report(void) {
             pool_release_threshold == ~0ull ? ", default pool kept" : "", pool_allocations, created_pool_threshold,
             pools_alive);
 }
+
+/* The journal, for tests (dlsym): cleared; the name of the i-th kernel launched since (NULL
+ * past the last, or past the JOURNAL_MAX kept); the memsets since. */
+void fake_cuda_journal_clear(void) { journal_count = 0, journal_memsets = 0; }
+const char *fake_cuda_journal_launch(int i) { return i >= 0 && i < journal_count ? journal[i] : NULL; }
+long fake_cuda_journal_memsets(void) { return journal_memsets; }
