@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "runtime/launch/call_variant.h"
 #include "runtime/launch/main_launch.h"
@@ -75,9 +76,11 @@ static sf_status launch_sums_kernel(sf_context *ctx, const sf_cu *cu, const sf_v
   if (st != SF_OK) return st;
   const int64_t blocks = (longest + SF_SUMS_THREADS - 1) / SF_SUMS_THREADS;
   void *params[] = {arg};
+  char call[64];
+  snprintf(call, sizeof call, "cuLaunchKernel(%s)", entry);
   return sf_cu_check(cu->LaunchKernel(kernel->function, (unsigned)(blocks < SF_SUMS_MAX_BLOCKS ? blocks : SF_SUMS_MAX_BLOCKS),
                                       1, 1, SF_SUMS_THREADS, 1, 1, (unsigned)kernel->dynamic_shared, stream, params, NULL),
-                     entry);
+                     call);
 }
 
 /* The sums set to 0 for the kernel's atomics, all five in one launch of sf_scan_bwd_zero
