@@ -61,15 +61,28 @@ typedef struct sums {
   float *dA, *dB, *dC, *dD, *ddelta_bias;
 } sums;
 
+/* Each sum's length in floats, in the order of `sums`: dA (dim, N); dB and dC variable
+ * (batch, G, N, L) or fixed (dim, N); dD and ddelta_bias (dim). */
+static void sum_sizes(const sf_scan_fwd_args *f, int64_t sizes[SF_BWD_SUMS]) {
+  const int64_t variable = f->batch * f->groups * f->dstate * f->seqlen, fixed = f->dim * f->dstate;
+  sizes[0] = fixed;
+  sizes[1] = f->B_var ? variable : fixed;
+  sizes[2] = f->C_var ? variable : fixed;
+  sizes[3] = sizes[4] = f->dim;
+}
+
 /* The grid of sf_scan_bwd_zero and sf_scan_bwd_finalize at most: 2048 blocks of 256
  * threads fill the largest GPUs (132 SMs x 2048 threads) about twice; past that each
  * thread serves several floats of a sum. */
 #define SF_SUMS_MAX_BLOCKS 2048
 
-/* One launch of `entry` (sf_scan_bwd_zero or sf_scan_bwd_finalize) over sums of at most
- * `longest` floats. */
+/* One launch of `entry` (sf_scan_bwd_zero or sf_scan_bwd_finalize) with `arg`, whose sums
+ * have `sizes` floats (0 for one not wanted): nothing when every size is 0. */
 static sf_status launch_sums_kernel(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const char *entry,
-                                    void *arg, int64_t longest, CUstream stream) {
+                                    void *arg, const long long sizes[SF_BWD_SUMS], CUstream stream) {
+  int64_t longest = 0;
+  for (int k = 0; k < SF_BWD_SUMS; k++)
+    if (sizes[k] > longest) longest = sizes[k];
   if (longest == 0) return SF_OK;
   const sf_kernel *kernel = NULL;
   sf_status st = sf_kernel_for_variant_helper(ctx, v, entry, &kernel);
@@ -83,18 +96,16 @@ static sf_status launch_sums_kernel(sf_context *ctx, const sf_cu *cu, const sf_v
                      call);
 }
 
-/* The sums set to 0 for the kernel's atomics, all five in one launch of sf_scan_bwd_zero
- * (templates/bwd_sums.tpl): five memsets were five launches, a few microseconds each of a
- * short call's time. `counts` in floats, in the order of sf_bwd_zero_params. */
-static sf_status zero_sums(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const sums *s,
-                           const int64_t counts[SF_BWD_SUMS], CUstream stream) {
+/* The sums of call `f` set to 0 for the kernel's atomics, all five in one launch of
+ * sf_scan_bwd_zero (templates/bwd_sums.tpl): five memsets were five launches, a few
+ * microseconds each of a short call's time. */
+static sf_status zero_sums(sf_context *ctx, const sf_cu *cu, const sf_variant *v, const sf_scan_fwd_args *f,
+                           const sums *s, CUstream stream) {
   sf_bwd_zero_params z = {{s->dA, s->dB, s->dC, s->dD, s->ddelta_bias}, {0}};
-  int64_t longest = 0;
-  for (int k = 0; k < SF_BWD_SUMS; k++) {
-    z.counts[k] = z.sums[k] ? counts[k] : 0;
-    if (z.counts[k] > longest) longest = z.counts[k];
-  }
-  return launch_sums_kernel(ctx, cu, v, "sf_scan_bwd_zero", &z, longest, stream);
+  int64_t sizes[SF_BWD_SUMS];
+  sum_sizes(f, sizes);
+  for (int k = 0; k < SF_BWD_SUMS; k++) z.counts[k] = z.sums[k] ? sizes[k] : 0;
+  return launch_sums_kernel(ctx, cu, v, "sf_scan_bwd_zero", &z, z.counts, stream);
 }
 
 /* Deterministic mode: partial sums in a stream-ordered workspace, one slice per batch row
@@ -111,15 +122,13 @@ typedef struct deterministic_plan {
 static sf_status plan_partials(sf_context *ctx, const sf_cu *cu, const sf_scan_bwd_args *r, const sf_variant *v,
                                int64_t segments, CUstream stream, deterministic_plan *plan) {
   const sf_scan_fwd_args *f = &r->fwd;
-  const int64_t N = f->dstate, L = f->seqlen, batch = f->batch;
   const int64_t blocks_per_group = f->dim / f->groups / v->channels;
-  float *outputs[5] = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
-  const bool var[5] = {false, f->B_var, f->C_var, false, false};
-  const int64_t fixed_sizes[5] = {f->dim * N, f->dim * N, f->dim * N, f->dim, f->dim};
+  float *outputs[SF_BWD_SUMS] = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
+  const bool var[SF_BWD_SUMS] = {false, f->B_var, f->C_var, false, false};
+  sum_sizes(f, plan->sizes);
   int64_t total = 0;
-  for (int k = 0; k < 5; k++) {
-    plan->slices[k] = var[k] ? blocks_per_group : batch * segments;
-    plan->sizes[k] = var[k] ? batch * f->groups * N * L : fixed_sizes[k];
+  for (int k = 0; k < SF_BWD_SUMS; k++) {
+    plan->slices[k] = var[k] ? blocks_per_group : f->batch * segments;
     if (outputs[k]) total += plan->slices[k] * plan->sizes[k];
   }
   plan->outputs = (sums){r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
@@ -127,9 +136,9 @@ static sf_status plan_partials(sf_context *ctx, const sf_cu *cu, const sf_scan_b
                                    "deterministic workspace", &plan->workspace);
   if (st != SF_OK) return st;
   float *next = (float *)(uintptr_t)plan->workspace;
-  float **partials[5] = {&plan->partials.dA, &plan->partials.dB, &plan->partials.dC,
-                         &plan->partials.dD, &plan->partials.ddelta_bias};
-  for (int k = 0; k < 5; k++) {
+  float **partials[SF_BWD_SUMS] = {&plan->partials.dA, &plan->partials.dB, &plan->partials.dC,
+                                   &plan->partials.dD, &plan->partials.ddelta_bias};
+  for (int k = 0; k < SF_BWD_SUMS; k++) {
     if (!outputs[k]) continue;
     *partials[k] = next;
     next += plan->slices[k] * plan->sizes[k];
@@ -145,13 +154,11 @@ static sf_status finish_partials(sf_context *ctx, const sf_cu *cu, const sf_vari
       .partials = {plan->partials.dA, plan->partials.dB, plan->partials.dC, plan->partials.dD, plan->partials.ddelta_bias},
       .sums = {plan->outputs.dA, plan->outputs.dB, plan->outputs.dC, plan->outputs.dD, plan->outputs.ddelta_bias},
   };
-  int64_t longest = 0;
   for (int k = 0; k < SF_BWD_SUMS; k++) {
     f.slices[k] = plan->slices[k];
     f.sizes[k] = f.sums[k] ? plan->sizes[k] : 0;
-    if (f.sizes[k] > longest) longest = f.sizes[k];
   }
-  if (st == SF_OK) st = launch_sums_kernel(ctx, cu, v, "sf_scan_bwd_finalize", &f, longest, stream);
+  if (st == SF_OK) st = launch_sums_kernel(ctx, cu, v, "sf_scan_bwd_finalize", &f, f.sizes, stream);
   sf_status freed = sf_cu_check(cu->MemFreeAsync(plan->workspace, stream), "cuMemFreeAsync");
   return st != SF_OK ? st : freed;
 }
@@ -255,7 +262,6 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
   CUstream stream = (CUstream)launch->stream;
 
   const int64_t N = f->dstate, L = f->seqlen;
-  const int64_t var_size = f->batch * f->groups * N * L, fixed_size = f->dim * N;
   sums s = {r->dA, r->dB, r->dC, r->dD, r->ddelta_bias};
   deterministic_plan plan = {0};
   if (r->deterministic) {
@@ -263,9 +269,7 @@ sf_status sf_gpu_scan_bwd(sf_context *ctx, const sf_scan_bwd_args *r, const sf_l
     if (st != SF_OK) return st;
     s = plan.partials;
   } else {
-    const int64_t counts[SF_BWD_SUMS] = {f->dim * N, f->B_var ? var_size : fixed_size,
-                                         f->C_var ? var_size : fixed_size, f->dim, f->dim};
-    st = zero_sums(ctx, cu, &v, &s, counts, stream);
+    st = zero_sums(ctx, cu, &v, f, &s, stream);
     if (st != SF_OK) return st;
   }
 
