@@ -307,6 +307,18 @@ bool sf_bwd_lanes_twin(const sf_variant *v, sf_variant *twin) {
   return true;
 }
 
+bool sf_bwd_capped_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin) {
+  if (v->op != SF_OP_BWD || !v->split_states || blocks_per_sm > 32) return false;
+  if (v->min_blocks >= blocks_per_sm) return false; /* already capped as hard or harder */
+  *twin = *v;
+  twin->min_blocks = blocks_per_sm;
+  if (sf_variant_validate(twin) != SF_OK) {
+    sf_clear_error();
+    return false;
+  }
+  return true;
+}
+
 bool sf_bwd_spread_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin) {
   if (!lanes_can_double(v) || 2 * v->threads > SF_BWD_SPREAD_MAX_LANES || blocks_per_sm < 1 || blocks_per_sm > 32)
     return false;

@@ -109,6 +109,12 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
 }
 CUresult CUDAAPI cuCtxSynchronize(void) { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 
+/* FAKE_CUDA_REGISTERS set: kernels report the registers and local memory their cubins
+ * give, and registers limit the blocks an SM as on an H100 (a kernel's register cap then
+ * changes its occupancy as on a GPU). Unset: 64 registers, no local memory, shared memory
+ * alone limits (what most tests of the pretend driver were written against). */
+static bool with_registers(void) { return getenv("FAKE_CUDA_REGISTERS") != NULL; }
+
 /* A module: the functions asked for, with the static shared memory of each in its cubin. */
 enum { MAX_FUNCTIONS = 8 };
 typedef struct fake_function {
@@ -116,6 +122,8 @@ typedef struct fake_function {
   int shared_bytes;
   size_t dynamic_bytes; /* what its module declares every launch passes (runtime/cuda/dynamic_shared.h) */
   int max_dynamic;      /* what a launch may pass: 48 KiB less the static, until opted in to more */
+  int registers;        /* a thread's, from the cubin (0: unknown) */
+  int frame_bytes;      /* a thread's local memory (spills and stack), from the cubin */
 } fake_function;
 typedef struct fake_module {
   int count;
@@ -125,6 +133,8 @@ typedef struct fake_module {
   char global_names[MAX_FUNCTIONS][128]; /* object symbols in global memory: name and size */
   size_t global_sizes[MAX_FUNCTIONS];
   int global_count;
+  char info_names[MAX_FUNCTIONS][128]; /* ".nv.info" records: kernel, registers, frame */
+  int info_registers[MAX_FUNCTIONS], info_frames[MAX_FUNCTIONS], info_count;
 } fake_module;
 
 /* The object symbols of an ELF64 cubin in its ".nv.global" sections (the __device__
@@ -152,6 +162,53 @@ static void read_globals(const unsigned char *image, const Elf64_Ehdr *header, f
   }
 }
 
+/* The name of symbol `index` of an ELF64 cubin's symbol table, or NULL. */
+static const char *symbol_name(const unsigned char *image, const Elf64_Ehdr *header, uint32_t index) {
+  for (int i = 0; i < header->e_shnum; i++) {
+    Elf64_Shdr symtab, strtab;
+    memcpy(&symtab, image + header->e_shoff + (size_t)i * sizeof symtab, sizeof symtab);
+    if (symtab.sh_type != SHT_SYMTAB || symtab.sh_entsize != sizeof(Elf64_Sym)) continue;
+    if (index >= symtab.sh_size / sizeof(Elf64_Sym)) return NULL;
+    memcpy(&strtab, image + header->e_shoff + (size_t)symtab.sh_link * sizeof strtab, sizeof strtab);
+    Elf64_Sym sym;
+    memcpy(&sym, image + symtab.sh_offset + (size_t)index * sizeof sym, sizeof sym);
+    return (const char *)image + strtab.sh_offset + sym.st_name;
+  }
+  return NULL;
+}
+
+/* Each kernel's registers and frame (local memory a thread) from an ELF64 cubin's
+ * ".nv.info" section: records of a format byte, an attribute byte and, for the sized
+ * format (4), a 16-bit length and that many bytes; EIATTR_REGCOUNT (0x2f) and
+ * EIATTR_FRAME_SIZE (0x11) hold a symbol index and a value. */
+static void read_register_counts(const unsigned char *image, const Elf64_Ehdr *header, fake_module *m) {
+  Elf64_Shdr names;
+  memcpy(&names, image + header->e_shoff + (size_t)header->e_shstrndx * sizeof names, sizeof names);
+  for (int i = 0; i < header->e_shnum; i++) {
+    Elf64_Shdr info;
+    memcpy(&info, image + header->e_shoff + (size_t)i * sizeof info, sizeof info);
+    if (strcmp((const char *)image + names.sh_offset + info.sh_name, ".nv.info") != 0) continue;
+    const unsigned char *record = image + info.sh_offset, *end = record + info.sh_size;
+    while (record + 4 <= end && record[0] == 0x04) {
+      uint16_t length;
+      uint32_t symbol, value;
+      memcpy(&length, record + 2, sizeof length);
+      if (record + 4 + length > end) break;
+      if ((record[1] == 0x2f || record[1] == 0x11) && length == 8) {
+        memcpy(&symbol, record + 4, sizeof symbol);
+        memcpy(&value, record + 8, sizeof value);
+        const char *name = symbol_name(image, header, symbol);
+        int k = 0;
+        while (name && k < m->info_count && strcmp(m->info_names[k], name) != 0) k++;
+        if (name && k == m->info_count && k < MAX_FUNCTIONS)
+          snprintf(m->info_names[m->info_count++], sizeof m->info_names[0], "%s", name);
+        if (name && k < m->info_count) *(record[1] == 0x2f ? &m->info_registers[k] : &m->info_frames[k]) = (int)value;
+      }
+      record += 4 + length;
+    }
+  }
+}
+
 /* The sizes of the ".nv.shared.<kernel>" sections of an ELF64 cubin (a PTX image has none). */
 static void read_shared_sections(const unsigned char *image, fake_module *m) {
   if (memcmp(image, ELFMAG, SELFMAG) != 0 || image[EI_CLASS] != ELFCLASS64) return;
@@ -173,6 +230,7 @@ static void read_shared_sections(const unsigned char *image, fake_module *m) {
     m->shared_sizes[m->shared_count++] = (int)section.sh_size - reserve;
   }
   read_globals(image, &header, m);
+  read_register_counts(image, &header, m);
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
@@ -202,6 +260,8 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, cons
   snprintf(f->name, sizeof f->name, "%s", name);
   for (int i = 0; i < m->shared_count; i++)
     if (strcmp(m->shared_names[i], name) == 0) f->shared_bytes = m->shared_sizes[i];
+  for (int i = 0; i < m->info_count; i++)
+    if (strcmp(m->info_names[i], name) == 0) f->registers = m->info_registers[i], f->frame_bytes = m->info_frames[i];
   /* The templates' combine, zero and finalize kernels keep their arrays static
    * (templates/carry_combine.tpl, bwd_sums.tpl): only the others would fault with less than
    * the module declares. */
@@ -231,7 +291,12 @@ CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *ptr, size_t *bytes, CUmodule mod
 CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction function) {
   switch (attribute) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
-    case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 64; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+      *value = function && with_registers() && ((fake_function *)function)->registers ? ((fake_function *)function)->registers : 64;
+      break;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+      *value = function && with_registers() ? ((fake_function *)function)->frame_bytes : 0;
+      break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 90; break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = function ? ((fake_function *)function)->shared_bytes : 0; break;
@@ -255,6 +320,14 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunc
   const int by_threads = 2048 / block_size;
   const int by_shared = (228 << 10) / (((fake_function *)function)->shared_bytes + (int)dynamic_shared + 1024);
   *blocks = by_threads < by_shared ? by_threads : by_shared;
+  const int registers = ((fake_function *)function)->registers;
+  if (with_registers() && registers > 0) {
+    /* as an H100 allocates them: 256 registers a warp at a time, 16384 in each of an SM's
+     * four schedulers, a block's warps spread over the four */
+    const int per_warp = (registers * 32 + 255) / 256 * 256;
+    const int warps = (block_size + 31) / 32, by_registers = 4 * (16384 / per_warp) / warps;
+    if (by_registers < *blocks) *blocks = by_registers;
+  }
   if (*blocks > 32) *blocks = 32;
   return CUDA_SUCCESS;
 }

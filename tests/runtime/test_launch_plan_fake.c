@@ -335,3 +335,46 @@ Test(launch_plan_fake, a_database_of_other_templates_is_reported_before_the_firs
   cr_expect(sf_variant_same(&tuned, &untuned), "the stale entry (2/8/16 +b8) was used: %d/%d/%d", tuned.threads,
             tuned.items, tuned.channels);
 }
+
+/* With FAKE_CUDA_REGISTERS the pretend driver reads each kernel's registers and local
+ * memory from its cubin and lets registers limit the blocks an SM, as an H100 does. */
+static void setup_registers(void) {
+  setenv("FAKE_CUDA_REGISTERS", "1", 1);
+  setup();
+}
+
+static void teardown_registers(void) {
+  teardown();
+  unsetenv("FAKE_CUDA_REGISTERS");
+}
+
+/* The MambaVision (64,256,196,8) fp32 backward at 4 lanes x 8 steps x 8 channels: 2048
+ * blocks of one warp, 12 an SM at 168 registers, 1.29 waves. As a planned spec it takes
+ * the capped twin (registers capped for 16 blocks an SM: one wave, a few bytes more
+ * local memory); as a plain spec it runs as written; a launch past one wave by more than
+ * SF_BWD_CAP_MAX_GROWTH keeps its registers. */
+Test(launch_plan_fake, a_launch_a_little_past_one_wave_takes_its_capped_twin, .init = setup_registers,
+     .fini = teardown_registers, .timeout = 300) {
+  sf_scan_bwd_args args = training_call(64, 256);
+  args.fwd.seqlen = 196, args.fwd.dstate = 8, args.fwd.dtype = SF_FP32, args.fwd.z = NULL, args.dz = NULL;
+  const char *spec = "split=state,threads=4,items=8,channels=8,states=1,minblocks=0,pairs=0";
+  sf_launch_shape written, planned;
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = spec}, &written), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = spec, .spec_planned = true}, &planned), SF_OK,
+               "%s", sf_last_error());
+  cr_assert_eq(written.blocks, 2048);
+  cr_assert_eq(written.variant.min_blocks, 0, "a plain spec runs as written");
+  cr_assert_eq(waves(&written), 2, "%d blocks an SM: the test needs a launch past one wave", written.blocks_per_sm);
+  const int per_sm = (int)((written.blocks + written.sm_count - 1) / written.sm_count);
+  cr_expect_eq(planned.variant.min_blocks, per_sm, "the capped twin: registers for %d blocks an SM", per_sm);
+  cr_expect_eq(waves(&planned), 1);
+  cr_expect(planned.variant.threads == 4 && planned.variant.items == 8 && planned.variant.channels == 8,
+            "the same launch but for its cap");
+
+  /* batch 96: 3072 blocks need 24 an SM, twice the 12 it holds: no cap that deep */
+  args.fwd.batch = 96;
+  sf_launch_shape deep;
+  cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = spec, .spec_planned = true}, &deep), SF_OK, "%s",
+               sf_last_error());
+  cr_expect_eq(deep.variant.min_blocks, 0, "24 blocks an SM is past SF_BWD_CAP_MAX_GROWTH of 12");
+}
