@@ -20,6 +20,10 @@ sf_status bench_measure_copy(bench_gpu *g, size_t *bytes_used) {
   return sf_timer_copy_bandwidth(&g->timer, &g->copy_bytes_per_s, bytes_used);
 }
 
+sf_status bench_measure_empty_launch(bench_gpu *g) {
+  return sf_timer_empty_launch(&g->timer, &g->empty_launch_us);
+}
+
 sf_status bench_gpu_open(bench_gpu *g) {
   sf_status st = sf_cu_load(&g->cu);
   CUcontext context;

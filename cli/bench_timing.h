@@ -23,6 +23,7 @@ typedef struct bench_gpu {
   sf_timer timer; /* its stream, events and spin kernel (tuning/measure.h) */
   double copy_bytes_per_s;
   double exp2_per_s;
+  double empty_launch_us; /* a launch that does nothing, timed as rows are (< 0: not measured) */
 } bench_gpu;
 
 /* The passes a row may time. */
@@ -68,6 +69,8 @@ sf_status bench_gpu_keep_pool(bench_gpu *g);
 void bench_gpu_close(bench_gpu *g);
 /* Measures the copy bandwidth into g (the floor's bytes rate); *bytes_used: the copy's size. */
 sf_status bench_measure_copy(bench_gpu *g, size_t *bytes_used);
+/* The empty launch's time (sf_timer_empty_launch) into g->empty_launch_us. */
+sf_status bench_measure_empty_launch(bench_gpu *g);
 
 /* A row's tensors as tuning/measure.h describes them (B and C variable, one group, D,
  * delta_bias and softplus on). */

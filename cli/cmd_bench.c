@@ -45,8 +45,9 @@ static void usage(FILE *out) {
           "the time. Bytes: every input read once and every\n"
           "output written once; for the backward u, delta, z, dout, B, C (in T), A, D,\n"
           "delta_bias and the saved states read, du, ddelta, dz (in T), dB, dC (fp32), dA, dD,\n"
-          "ddelta_bias written. Exps: batch*dim*L*N for either pass. Once per pass: the GPU,\n"
-          "the copy bandwidth measured in the same run, a cold NVRTC compile, a disk-cache hit,\n"
+          "ddelta_bias written. Exps: batch*dim*L*N for either pass. Once per run: the GPU,\n"
+          "the copy bandwidth measured in the same run and an empty launch timed as the rows\n"
+          "are (no call takes less). Once per pass: a cold NVRTC compile, a disk-cache hit,\n"
           "an in-process kernel lookup and the host time of one call through the C API.\n"
           "\n"
           "  --rows FILE      the rows to run instead of the reference rows\n"
@@ -225,6 +226,9 @@ static void print_device(const bench_gpu *g, const bench_options *o, size_t copy
   printf("copy bandwidth     %.0f GB/s (device-to-device copy of %zu MiB, read + written, median of 10)\n",
          g->copy_bytes_per_s / 1e9, copy_bytes >> 20);
   printf("exp2 rate          %.2e per s (16 per SM per clock)\n", g->exp2_per_s);
+  if (g->empty_launch_us >= 0)
+    printf("empty launch       %.1f us (a kernel of one thread that returns at once, timed as the rows are:\n"
+           "                   no call takes less)\n", g->empty_launch_us);
   printf("method             median of %lld launches after %lld warm-up, CUDA events, inputs rotated over\n"
          "                   >= 128 MiB, %s\n",
          o->reps, o->warmup,
@@ -254,6 +258,7 @@ static void print_device(const bench_gpu *g, const bench_options *o, size_t copy
   json_object_set_new(root, "copy_bandwidth_gb_per_s", json_real(g->copy_bytes_per_s / 1e9));
   json_object_set_new(root, "copy_bytes", json_integer((json_int_t)copy_bytes));
   json_object_set_new(root, "exp2_per_s", json_real(g->exp2_per_s));
+  if (g->empty_launch_us >= 0) json_object_set_new(root, "empty_launch_us", json_real(g->empty_launch_us));
   json_object_set_new(root, "reps", json_integer(o->reps));
   json_object_set_new(root, "warmup", json_integer(o->warmup));
   json_object_set_new(root, "spin_kernel", json_boolean(g->timer.spin != NULL));
@@ -344,6 +349,11 @@ static int run(const bench_options *o, const bench_row_list *rows) {
   if (tuning_warning) fprintf(stderr, "scanforge bench: warning: %s\n", tuning_warning);
   if (bench_measure_copy(&g, &copy_bytes) != SF_OK) {
     cli_fail("bench", "cannot measure the copy bandwidth");
+    bench_gpu_close(&g);
+    return 1;
+  }
+  if (bench_measure_empty_launch(&g) != SF_OK) {
+    cli_fail("bench", "cannot time an empty launch");
     bench_gpu_close(&g);
     return 1;
   }

@@ -52,6 +52,12 @@ sf_status sf_timer_time_one(sf_timer *t, sf_timed_fn fn, void *user, float *ms);
  * timed copies of 1 GiB (halved until two buffers fit, down to 64 MiB) after 2 untimed. */
 sf_status sf_timer_copy_bandwidth(sf_timer *t, double *bytes_per_s, size_t *bytes_used);
 
+/* The time of a launch that does nothing, timed as sf_timer_time_one times any run: the
+ * median of 20 launches (after 3 untimed) of the spin kernel of one thread told to spin 0
+ * ns. What the smallest calls cannot go below on this GPU and driver. *us is negative when
+ * the spin kernel did not load (nothing to launch, and no spin to hide the host's time). */
+sf_status sf_timer_empty_launch(sf_timer *t, double *us);
+
 /* ---- rotated inputs of a scan call ---------------------------------------------------------- */
 
 /* The tensors of one forward or backward call, in a fixed order. */

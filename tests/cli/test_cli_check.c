@@ -376,6 +376,7 @@ Test(cli_bench, pretend_driver_both_passes_and_the_backward_floor, .timeout = 30
   cr_expect_not_null(strstr(out, "\nforward\n"), "%s", out);
   cr_expect_not_null(strstr(out, "\nbackward (every gradient"), "%s", out);
   cr_expect_not_null(strstr(out, "det cost"), "%s", out);
+  cr_expect_not_null(strstr(out, "empty launch"), "%s", out);
   cr_expect_not_null(strstr(out, "cold compile bwd"), "%s", out);
   cr_expect_not_null(strstr(out, "host launch bwd"), "%s", out);
   cr_expect_not_null(strstr(out, "% floor"), "%s", out);
@@ -388,6 +389,9 @@ Test(cli_bench, pretend_driver_both_passes_and_the_backward_floor, .timeout = 30
   cr_expect_eq(json_array_size(passes), 3);
   cr_expect_str_eq(json_string_value(json_array_get(passes, 2)), "backward_deterministic");
   cr_expect_not_null(json_object_get(json_object_get(json_object_get(root, "overheads"), "backward"), "host_launch_us"));
+  /* an empty launch, timed as the rows are (what no call goes below on a GPU) */
+  const double empty_us = number(root, "empty_launch_us");
+  cr_expect_gt(empty_us, 0.0, "no empty launch timed");
   json_t *rows_json = json_object_get(root, "rows");
   cr_assert_eq(json_array_size(rows_json), 2);
   json_t *tiny = json_array_get(rows_json, 0), *gated = json_array_get(rows_json, 1);
