@@ -430,6 +430,27 @@ static bool spread_expected(sf_scan_bwd_args *args, const sf_launch_shape *fit, 
   return shape_waves(spread) == 1 && k_twin->local_bytes <= k_fit->local_bytes + SF_BWD_SPREAD_MAX_SPILL;
 }
 
+/* fit_cap's choice for the launch so far (fit): its capped twin (registers capped for the
+ * blocks an SM that hold the call in one wave) when fit needs two waves, the twin at most
+ * SF_BWD_CAP_MAX_GROWTH times fit's blocks an SM, runs in one wave and spills at most
+ * SF_BWD_CAP_MAX_SPILL bytes a thread more. True, with *capped set, when the plan takes it. */
+static bool capped_expected(sf_scan_bwd_args *args, const sf_launch_shape *fit, sf_launch_shape *capped) {
+  const sf_variant *v = &fit->variant;
+  const int64_t per_sm = (fit->blocks + fit->sm_count - 1) / fit->sm_count;
+  sf_variant twin;
+  if (shape_waves(fit) != 2 || per_sm > SF_BWD_CAP_MAX_GROWTH * fit->blocks_per_sm ||
+      !sf_bwd_capped_twin(v, (int)per_sm, &twin))
+    return false;
+  char spec[160];
+  snprintf(spec, sizeof spec, "threads=%d,items=%d,channels=%d,states=%d,pairs=%d,minblocks=%d", twin.threads,
+           twin.items, twin.channels, twin.states, twin.pairs, twin.min_blocks);
+  cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, args, &(sf_launch){.spec = spec}, capped), SF_OK, "%s", sf_last_error());
+  const sf_kernel *k_fit, *k_twin;
+  cr_assert_eq(sf_kernel_for_variant(gpu_ctx, v, &k_fit, NULL), SF_OK, "%s", sf_last_error());
+  cr_assert_eq(sf_kernel_for_variant(gpu_ctx, &twin, &k_twin, NULL), SF_OK, "%s", sf_last_error());
+  return shape_waves(capped) == 1 && k_twin->local_bytes <= k_fit->local_bytes + SF_BWD_CAP_MAX_SPILL;
+}
+
 /* Without a spec, the launch plan takes the lanes twin (twice the lanes, half the channels
  * a block) when its waves at SF_BWD_TWIN_BLOCK_COST of a wave each take less, then pairs=1
  * exactly when it needs fewer waves of blocks than the launch so far, then the spread twin
@@ -483,7 +504,8 @@ Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = g
                    chosen.variant.pairs, (long long)shape_waves(base), (long long)shape_waves(&paired));
       if (fewer) fit = &paired;
     }
-    sf_launch_shape spread;
+    sf_launch_shape capped, spread;
+    if (capped_expected(&args, fit, &capped)) fit = &capped;
     const sf_launch_shape *expected = spread_expected(&args, fit, &spread) ? &spread : fit;
     cr_expect_eq(chosen.variant.threads, expected->variant.threads, "row %zu", k);
     cr_expect_eq(chosen.variant.channels, expected->variant.channels, "row %zu", k);
@@ -494,4 +516,37 @@ Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = g
     describe(errors, sizeof errors, &r);
     cr_expect(r.passed, "row %zu (pairs=%d): %s(bar %.0e)", k, chosen.variant.pairs, errors, r.bar);
   }
+}
+
+/* A launch a little past one wave takes its capped twin when planned (the MambaVision
+ * (64,256,196,8) backward at 4 lanes x 8 steps: 1.29 waves on an H100 or H200 at the
+ * registers the compiler picks), and the twin's gradients are right. Where the GPU holds
+ * the launch in one wave, or would need more than SF_BWD_CAP_MAX_GROWTH, it runs as given. */
+Test(bwd_gpu, capped_twin_a_little_past_one_wave, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const struct { sf_dtype dtype; const char *spec; } rows[] = {
+      {SF_FP32, "split=state,threads=4,items=8,channels=8,states=1,minblocks=0,pairs=0"},
+      {SF_BF16, "split=state,threads=4,items=8,channels=16,states=1,minblocks=0,pairs=0"}};
+  int capped_rows = 0;
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    sf_check_shape shape = {.batch = 64, .dim = 256, .seqlen = 196, .dstate = 8, .groups = 1, .dtype = rows[k].dtype,
+                            .D = true, .delta_bias = true, .softplus = true};
+    sf_scan_bwd_args args = shape_args(&shape);
+    const sf_launch planned = {.spec = rows[k].spec, .spec_planned = true};
+    sf_launch_shape written, chosen, capped;
+    cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, &(sf_launch){.spec = rows[k].spec}, &written), SF_OK, "%s",
+                 sf_last_error());
+    cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, &planned, &chosen), SF_OK, "%s", sf_last_error());
+    const bool take = capped_expected(&args, &written, &capped);
+    capped_rows += take;
+    cr_expect_eq(chosen.variant.min_blocks, take ? capped.variant.min_blocks : 0,
+                 "row %zu: %lld blocks, %d an SM as written", k, (long long)written.blocks, written.blocks_per_sm);
+    cr_expect_eq(chosen.variant.threads, written.variant.threads, "row %zu: only the cap changes", k);
+    sf_check_bwd_result r;
+    cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &planned, 13100 + k, &r), SF_OK, "%s", sf_last_error());
+    char errors[512] = "";
+    describe(errors, sizeof errors, &r);
+    cr_expect(r.passed, "row %zu (minblocks=%d): %s(bar %.0e)", k, chosen.variant.min_blocks, errors, r.bar);
+  }
+  if (capped_rows == 0) cr_log_warn("neither row took the capped twin on this GPU: only the gradients were checked");
 }
