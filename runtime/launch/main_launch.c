@@ -6,6 +6,7 @@
 #include "runtime/args/scan_args.h"
 #include "runtime/args/staged_rows.h"
 #include "runtime/cuda/module.h"
+#include "runtime/launch_config/heuristics.h"
 
 /* The entry point of v's module that a call with these forward arguments runs: the
  * split=state templates have one for states saved more often than once a block
@@ -68,6 +69,26 @@ sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, d
   const int64_t twin_waves = sf_main_launch_waves(&twin_plan, f->batch, sm_count);
   if (twin_plan.segments.count == 0 && twin_waves != INT64_MAX && (double)twin_waves * block_cost < (double)waves)
     *v = *twin, *plan = twin_plan;
+  return SF_OK;
+}
+
+sf_status sf_main_launch_fit_cap(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, sf_variant *v,
+                                 sf_main_launch *plan) {
+  if (plan->segments.count > 0 || plan->kernel->blocks_per_sm < 1) return SF_OK;
+  int sm_count = 0;
+  sf_status st = sf_context_sm_count(ctx, &sm_count);
+  if (st != SF_OK) return st;
+  if (sf_main_launch_waves(plan, f->batch, sm_count) != 2) return SF_OK;
+  const int64_t blocks = sf_main_launch_blocks(plan, f->batch);
+  const int64_t per_sm = (blocks + sm_count - 1) / sm_count;
+  sf_variant twin;
+  if (per_sm > SF_CAP_MAX_GROWTH * plan->kernel->blocks_per_sm || !sf_capped_twin(v, (int)per_sm, &twin))
+    return SF_OK;
+  sf_main_launch twin_plan;
+  if (!sf_main_launch_plan_twin(ctx, f, max_fill, &twin, &twin_plan)) return SF_OK;
+  if (twin_plan.segments.count == 0 && sf_main_launch_waves(&twin_plan, f->batch, sm_count) == 1 &&
+      twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + SF_CAP_MAX_SPILL)
+    *v = twin, *plan = twin_plan;
   return SF_OK;
 }
 

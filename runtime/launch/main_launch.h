@@ -54,6 +54,14 @@ bool sf_main_launch_plan_twin(sf_context *ctx, const sf_scan_fwd_args *f, double
 sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
                                    double block_cost, sf_variant *v, sf_main_launch *plan);
 
+/* The launch plans' cap rule (docs/design-waves.md): when `plan` (of variant *v, a call
+ * with forward arguments f, unsegmented) needs two waves and its capped twin
+ * (sf_capped_twin: registers capped for the blocks an SM that hold the call in one wave)
+ * needs at most SF_CAP_MAX_GROWTH times the blocks an SM the plan holds, runs in one wave
+ * and spills at most SF_CAP_MAX_SPILL bytes a thread more, *v and *plan become the twin's. */
+sf_status sf_main_launch_fit_cap(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, sf_variant *v,
+                                 sf_main_launch *plan);
+
 /* Whether the launch plan may replace the call's variant by a twin: a variant the
  * runtime chose (no spec), or a spec the caller lets be planned (spec_planned, as the
  * tuner times its candidates). */

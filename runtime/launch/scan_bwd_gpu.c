@@ -193,29 +193,12 @@ static sf_status fit_lanes(sf_context *ctx, const sf_scan_bwd_args *r, const sf_
 }
 
 /* A launch the plan may change (sf_main_launch_may_twin) whose blocks spill a little past
- * one wave takes its capped twin (sf_bwd_capped_twin: registers capped so that the blocks
- * an SM the call needs fit) when the twin runs in one wave, needs at most
- * SF_BWD_CAP_MAX_GROWTH times the blocks an SM the launch holds, and spills at most
- * SF_BWD_CAP_MAX_SPILL bytes a thread more: a second, mostly empty wave costs more than a
- * few registers fewer (docs/design-waves.md). */
+ * one wave takes its capped twin (sf_main_launch_fit_cap): a second, mostly empty wave
+ * costs more than a few registers fewer (docs/design-waves.md). */
 static sf_status fit_cap(sf_context *ctx, const sf_scan_bwd_args *r, const sf_launch *launch, sf_variant *v,
                          sf_main_launch *plan) {
-  if (!sf_main_launch_may_twin(launch) || plan->segments.count > 0 || plan->kernel->blocks_per_sm < 1) return SF_OK;
-  int sm_count = 0;
-  sf_status st = sf_context_sm_count(ctx, &sm_count);
-  if (st != SF_OK) return st;
-  if (sf_main_launch_waves(plan, r->fwd.batch, sm_count) != 2) return SF_OK;
-  const int64_t blocks = sf_main_launch_blocks(plan, r->fwd.batch);
-  const int64_t per_sm = (blocks + sm_count - 1) / sm_count;
-  sf_variant twin;
-  if (per_sm > SF_BWD_CAP_MAX_GROWTH * plan->kernel->blocks_per_sm || !sf_bwd_capped_twin(v, (int)per_sm, &twin))
-    return SF_OK;
-  sf_main_launch twin_plan;
-  if (!sf_main_launch_plan_twin(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &twin, &twin_plan)) return SF_OK;
-  if (twin_plan.segments.count == 0 && sf_main_launch_waves(&twin_plan, r->fwd.batch, sm_count) == 1 &&
-      twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + SF_BWD_CAP_MAX_SPILL)
-    *v = twin, *plan = twin_plan;
-  return SF_OK;
+  if (!sf_main_launch_may_twin(launch)) return SF_OK;
+  return sf_main_launch_fit_cap(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, v, plan);
 }
 
 /* A launch the plan may change (sf_main_launch_may_twin) that runs in one wave with at

@@ -307,8 +307,8 @@ bool sf_bwd_lanes_twin(const sf_variant *v, sf_variant *twin) {
   return true;
 }
 
-bool sf_bwd_capped_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin) {
-  if (v->op != SF_OP_BWD || !v->split_states || blocks_per_sm > 32) return false;
+bool sf_capped_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin) {
+  if (!v->split_states || blocks_per_sm > 32) return false;
   if (v->min_blocks >= blocks_per_sm) return false; /* already capped as hard or harder */
   *twin = *v;
   twin->min_blocks = blocks_per_sm;

@@ -75,18 +75,21 @@ bool sf_bwd_spread_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin
 #define SF_BWD_SPREAD_MAX_SPILL 64
 
 /* The backward's launch plan may cap a chosen split=state launch's registers when its
- * blocks spill a little past one wave (fit_cap, runtime/launch/scan_bwd_gpu.c): the capped
- * twin is the same launch with `min_blocks` raised to `blocks_per_sm`, the blocks an SM
- * that hold the call in one wave. True, with *twin set, when that is a stronger cap than
- * v's own. */
-bool sf_bwd_capped_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin);
-/* Only when the twin needs at most SF_BWD_CAP_MAX_GROWTH times the blocks an SM the launch
- * holds now, and spills at most SF_BWD_CAP_MAX_SPILL bytes a thread more. Measured on the
+ * blocks spill a little past one wave (sf_main_launch_fit_cap, runtime/launch/main_launch.c;
+ * the forward's plan does not: its one such row, (64,512,49,8) bf16, ran no faster capped):
+ * the capped twin is the same launch with `min_blocks` raised to `blocks_per_sm`, the
+ * blocks an SM that hold the call in one wave. True, with *twin set, when that is a
+ * stronger cap than v's own. */
+bool sf_capped_twin(const sf_variant *v, int blocks_per_sm, sf_variant *twin);
+/* Only when the twin needs at most SF_CAP_MAX_GROWTH times the blocks an SM the launch
+ * holds now, and spills at most SF_CAP_MAX_SPILL bytes a thread more. Measured on the
  * H100 (docs/perf.md, v28): the MambaVision (64,256,196,8) backward at 1.29 waves, capped
- * from 12 to 16 blocks an SM (fp32, 16 bytes more local memory a thread) 22% faster, 18% with block states;
- * capping to twice the blocks an SM (the (64,512,49,8) rows at 1.94 waves, 2 states a lane,
- * 32 bytes more spills) 8-85% slower. */
-#define SF_BWD_CAP_MAX_GROWTH (4.0 / 3.0)
-#define SF_BWD_CAP_MAX_SPILL 16
+ * from 12 to 16 blocks an SM (fp32, 16 bytes more local memory a thread) 21% faster, 18%
+ * with block states, and from 6 to 8 in bf16 24% faster; capping to twice the blocks an
+ * SM (the (64,512,49,8) rows at 1.94 waves, 2 states a lane, 32 bytes more spills) 8-85%
+ * slower. The forward (64,512,49,8) bf16 capped from 12 to 16: -0.2%, +3.6% with block
+ * states. */
+#define SF_CAP_MAX_GROWTH (4.0 / 3.0)
+#define SF_CAP_MAX_SPILL 16
 
 #endif

@@ -432,14 +432,14 @@ static bool spread_expected(sf_scan_bwd_args *args, const sf_launch_shape *fit, 
 
 /* fit_cap's choice for the launch so far (fit): its capped twin (registers capped for the
  * blocks an SM that hold the call in one wave) when fit needs two waves, the twin at most
- * SF_BWD_CAP_MAX_GROWTH times fit's blocks an SM, runs in one wave and spills at most
- * SF_BWD_CAP_MAX_SPILL bytes a thread more. True, with *capped set, when the plan takes it. */
+ * SF_CAP_MAX_GROWTH times fit's blocks an SM, runs in one wave and spills at most
+ * SF_CAP_MAX_SPILL bytes a thread more. True, with *capped set, when the plan takes it. */
 static bool capped_expected(sf_scan_bwd_args *args, const sf_launch_shape *fit, sf_launch_shape *capped) {
   const sf_variant *v = &fit->variant;
   const int64_t per_sm = (fit->blocks + fit->sm_count - 1) / fit->sm_count;
   sf_variant twin;
-  if (shape_waves(fit) != 2 || per_sm > SF_BWD_CAP_MAX_GROWTH * fit->blocks_per_sm ||
-      !sf_bwd_capped_twin(v, (int)per_sm, &twin))
+  if (shape_waves(fit) != 2 || per_sm > SF_CAP_MAX_GROWTH * fit->blocks_per_sm ||
+      !sf_capped_twin(v, (int)per_sm, &twin))
     return false;
   char spec[160];
   snprintf(spec, sizeof spec, "threads=%d,items=%d,channels=%d,states=%d,pairs=%d,minblocks=%d", twin.threads,
@@ -448,7 +448,7 @@ static bool capped_expected(sf_scan_bwd_args *args, const sf_launch_shape *fit, 
   const sf_kernel *k_fit, *k_twin;
   cr_assert_eq(sf_kernel_for_variant(gpu_ctx, v, &k_fit, NULL), SF_OK, "%s", sf_last_error());
   cr_assert_eq(sf_kernel_for_variant(gpu_ctx, &twin, &k_twin, NULL), SF_OK, "%s", sf_last_error());
-  return shape_waves(capped) == 1 && k_twin->local_bytes <= k_fit->local_bytes + SF_BWD_CAP_MAX_SPILL;
+  return shape_waves(capped) == 1 && k_twin->local_bytes <= k_fit->local_bytes + SF_CAP_MAX_SPILL;
 }
 
 /* Without a spec, the launch plan takes the lanes twin (twice the lanes, half the channels
@@ -521,7 +521,7 @@ Test(bwd_gpu, lanes_twin_or_pairs_when_fewer_waves, .init = gpu_setup, .fini = g
 /* A launch a little past one wave takes its capped twin when planned (the MambaVision
  * (64,256,196,8) backward at 4 lanes x 8 steps: 1.29 waves on an H100 or H200 at the
  * registers the compiler picks), and the twin's gradients are right. Where the GPU holds
- * the launch in one wave, or would need more than SF_BWD_CAP_MAX_GROWTH, it runs as given. */
+ * the launch in one wave, or would need more than SF_CAP_MAX_GROWTH, it runs as given. */
 Test(bwd_gpu, capped_twin_a_little_past_one_wave, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
   gpu_skip_without_device();
   static const struct { sf_dtype dtype; const char *spec; } rows[] = {
@@ -537,10 +537,19 @@ Test(bwd_gpu, capped_twin_a_little_past_one_wave, .init = gpu_setup, .fini = gpu
     cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, &(sf_launch){.spec = rows[k].spec}, &written), SF_OK, "%s",
                  sf_last_error());
     cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, &planned, &chosen), SF_OK, "%s", sf_last_error());
-    const bool take = capped_expected(&args, &written, &capped);
+    /* fit_pairs comes first: where it took pairs=1, the cap rule saw the paired launch */
+    sf_launch_shape base = written;
+    if (chosen.variant.pairs && !written.variant.pairs) {
+      char paired[128];
+      snprintf(paired, sizeof paired, "%.*spairs=1", (int)(strlen(rows[k].spec) - strlen("pairs=0")), rows[k].spec);
+      cr_assert_eq(sf_scan_bwd_shape(gpu_ctx, &args, &(sf_launch){.spec = paired}, &base), SF_OK, "%s",
+                   sf_last_error());
+    }
+    const bool take = capped_expected(&args, &base, &capped);
     capped_rows += take;
     cr_expect_eq(chosen.variant.min_blocks, take ? capped.variant.min_blocks : 0,
-                 "row %zu: %lld blocks, %d an SM as written", k, (long long)written.blocks, written.blocks_per_sm);
+                 "row %zu: %lld blocks, %d an SM as planned before the cap (pairs=%d)", k, (long long)base.blocks,
+                 base.blocks_per_sm, base.variant.pairs);
     cr_expect_eq(chosen.variant.threads, written.variant.threads, "row %zu: only the cap changes", k);
     sf_check_bwd_result r;
     cr_assert_eq(sf_check_bwd(gpu_ctx, &shape, &planned, 13100 + k, &r), SF_OK, "%s", sf_last_error());

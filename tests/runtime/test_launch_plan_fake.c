@@ -352,7 +352,7 @@ static void teardown_registers(void) {
  * blocks of one warp, 12 an SM at 168 registers, 1.29 waves. As a planned spec it takes
  * the capped twin (registers capped for 16 blocks an SM: one wave, a few bytes more
  * local memory); as a plain spec it runs as written; a launch past one wave by more than
- * SF_BWD_CAP_MAX_GROWTH keeps its registers. */
+ * SF_CAP_MAX_GROWTH keeps its registers. */
 Test(launch_plan_fake, a_launch_a_little_past_one_wave_takes_its_capped_twin, .init = setup_registers,
      .fini = teardown_registers, .timeout = 300) {
   sf_scan_bwd_args args = training_call(64, 256);
@@ -376,5 +376,5 @@ Test(launch_plan_fake, a_launch_a_little_past_one_wave_takes_its_capped_twin, .i
   sf_launch_shape deep;
   cr_assert_eq(sf_scan_bwd_shape(ctx, &args, &(sf_launch){.spec = spec, .spec_planned = true}, &deep), SF_OK, "%s",
                sf_last_error());
-  cr_expect_eq(deep.variant.min_blocks, 0, "24 blocks an SM is past SF_BWD_CAP_MAX_GROWTH of 12");
+  cr_expect_eq(deep.variant.min_blocks, 0, "24 blocks an SM is past SF_CAP_MAX_GROWTH of 12");
 }

@@ -91,15 +91,18 @@ Test(tuning_heuristics, capped_twin_raises_only_the_cap) {
   sf_variant v, twin;
   cr_assert_eq(sf_variant_parse("op=bwd,split=state,dstate=8,dtype=fp32,threads=4,items=8,channels=8", &v), SF_OK, "%s",
                sf_last_error());
-  cr_assert(sf_bwd_capped_twin(&v, 16, &twin));
+  cr_assert(sf_capped_twin(&v, 16, &twin));
   cr_expect(twin.threads == 4 && twin.items == 8 && twin.channels == 8 && twin.states == v.states);
   cr_expect_eq(twin.min_blocks, 16);
-  cr_expect_not(sf_bwd_capped_twin(&twin, 16, &v), "already capped at 16");
-  cr_expect_not(sf_bwd_capped_twin(&twin, 12, &v), "a weaker cap is no twin");
-  cr_expect_not(sf_bwd_capped_twin(&v, 33, &twin), "past the 32 blocks an SM a cap may ask");
+  cr_expect_not(sf_capped_twin(&twin, 16, &v), "already capped at 16");
+  cr_expect_not(sf_capped_twin(&twin, 12, &v), "a weaker cap is no twin");
+  cr_expect_not(sf_capped_twin(&v, 33, &twin), "past the 32 blocks an SM a cap may ask");
   sf_variant forward = v;
   forward.op = SF_OP_FWD;
-  cr_expect_not(sf_bwd_capped_twin(&forward, 16, &twin));
+  cr_expect(sf_capped_twin(&forward, 16, &twin), "the forward's split=state launches have one too");
+  sf_variant by_time = v;
+  by_time.split_states = false;
+  cr_expect_not(sf_capped_twin(&by_time, 16, &twin), "split=time launches are not capped");
 }
 
 /* Expects v to be the split=state launch threads/items/channels capped at min_blocks
