@@ -5,7 +5,8 @@
  * do nothing, events read the host's clock, one device: "Fake GPU", cc 9.0, 132 SMs. A
  * function's static shared memory is read from its cubin's ELF sections, and the blocks an
  * SM holds follow from it as on an H100 (228 KiB an SM, 1 KiB reserved a block); registers
- * are not counted. Module globals are the cubin's object symbols, with their sizes.
+ * are counted only under $FAKE_CUDA_REGISTERS (read from the cubin's .nv.info, allocated as
+ * on an H100). Module globals are the cubin's object symbols, with their sizes.
  * Nothing it "computes" means anything: only that calls were made in a valid order with
  * valid arguments. $FAKE_CUDA_REPORT set: launches and live allocations printed at exit.
  * Tests may read, through dlsym, the kernels launched and the memsets made since they last
