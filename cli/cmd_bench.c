@@ -107,23 +107,6 @@ static int usage_error(const char *fmt, const char *value) {
   return 2;
 }
 
-/* "fp32,bf16" -> distinct types; false on anything else. */
-static bool parse_dtypes(const char *text, sf_dtype *dtypes, int *count) {
-  char copy[64];
-  if (strlen(text) >= sizeof copy) return false;
-  strcpy(copy, text);
-  *count = 0;
-  char *rest = copy;
-  for (char *field; (field = strsep(&rest, ",")) != NULL;) {
-    sf_dtype t;
-    if (!cli_parse_dtype(field, &t)) return false;
-    for (int i = 0; i < *count; i++)
-      if (dtypes[i] == t) return false;
-    dtypes[(*count)++] = t;
-  }
-  return *count > 0;
-}
-
 typedef struct bench_options {
   const char *rows_path, *json_path;
   sf_dtype dtypes[3];
@@ -169,7 +152,7 @@ static int parse(int argc, char **argv, bench_options *o) {
       case OPT_BLOCK_STATES: bench_block_states = true; break;
       case OPT_NO_OVERHEADS: o->no_overheads = true; break;
       case OPT_DTYPE:
-        if (!parse_dtypes(optarg, o->dtypes, &o->ndtypes))
+        if (!cli_parse_dtype_list(optarg, o->dtypes, &o->ndtypes))
           return usage_error("--dtype: expected a comma-separated list of distinct fp32, fp16, bf16, got '%s'", optarg);
         break;
       case OPT_JSON: o->json_path = optarg; break;
@@ -196,11 +179,9 @@ static int parse(int argc, char **argv, bench_options *o) {
    * values fit a row is known per row. */
   const char *specs[][2] = {{"--spec", bench_launch_spec}, {"--bwd-spec", bench_launch_bwd_spec}};
   for (int i = 0; i < 2; i++) {
-    sf_variant v = sf_variant_default();
-    if (i == 1) v.op = SF_OP_BWD, v.split_states = true; /* what --bwd-spec's keys apply to */
-    if (specs[i][1] && sf_variant_apply(specs[i][1], &v) != SF_OK) {
-      char text[1024];
-      snprintf(text, sizeof text, "%s: %s", specs[i][0], sf_last_error());
+    char why[900], text[1024];
+    if (specs[i][1] && !cli_spec_parses(specs[i][1], i == 1, why, sizeof why)) {
+      snprintf(text, sizeof text, "%s: %s", specs[i][0], why);
       return usage_error("%s", text);
     }
   }

@@ -25,6 +25,7 @@ int cmd_gen(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_tune(int argc, char **argv);

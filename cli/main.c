@@ -17,6 +17,7 @@ static const sf_command commands[] = {
     {"compile", "compile a variant to a cubin with NVRTC", cmd_compile},
     {"check", "run one forward (or, with --backward, backward) call against the float64 reference", cmd_check},
     {"bench", "time the forward and the backward on the GPU against their floor", cmd_bench},
+    {"plan", "show what each row's forward and backward launch on this GPU (no timing)", cmd_plan},
     {"demo", "compile, cache and check the kernels of MambaVision and Mamba calls", cmd_demo},
     {"cache", "show, prune or clear the disk cache of compiled kernels", cmd_cache},
     {"tune", "autotune launch configurations for this GPU; report the tuning database", cmd_tune},

@@ -60,9 +60,31 @@ bool cli_gpu_available(char *why, size_t cap) {
   return true;
 }
 
-/* A backward call of the check's shape (its .fwd the forward's) for the variant and shape
- * queries, which read sizes, flags and which optional inputs are present, never the tensors. */
-static sf_scan_bwd_args query_args(const sf_check_shape *s) {
+bool cli_parse_dtype_list(const char *text, sf_dtype *dtypes, int *count) {
+  char copy[64];
+  if (strlen(text) >= sizeof copy) return false;
+  strcpy(copy, text);
+  *count = 0;
+  char *rest = copy;
+  for (char *field; (field = strsep(&rest, ",")) != NULL;) {
+    sf_dtype t;
+    if (!cli_parse_dtype(field, &t)) return false;
+    for (int i = 0; i < *count; i++)
+      if (dtypes[i] == t) return false;
+    dtypes[(*count)++] = t;
+  }
+  return *count > 0;
+}
+
+bool cli_spec_parses(const char *spec, bool backward, char *why, size_t cap) {
+  sf_variant v = sf_variant_default();
+  if (backward) v.op = SF_OP_BWD, v.split_states = true; /* what a backward spec's keys apply to */
+  if (sf_variant_apply(spec, &v) == SF_OK) return true;
+  snprintf(why, cap, "%s", sf_last_error());
+  return false;
+}
+
+sf_scan_bwd_args cli_query_args(const sf_check_shape *s) {
   static _Alignas(16) float never_read[4];
   float *x = never_read;
   return (sf_scan_bwd_args){
@@ -70,13 +92,13 @@ static sf_scan_bwd_args query_args(const sf_check_shape *s) {
               .groups = s->groups, .dtype = s->dtype, .delta_softplus = s->softplus, .u = x, .delta = x, .A = x,
               .B = x, .B_var = !s->B_fixed, .C = x, .C_var = !s->C_fixed, .D = s->D ? x : NULL,
               .delta_bias = s->delta_bias ? x : NULL, .z = s->z ? x : NULL, .h0 = s->h0 ? x : NULL,
-              .saved_states = x},
+              .out = x, .last_state = x, .saved_states = x},
       .dout = x, .du = x, .ddelta = x, .dz = s->z ? x : NULL, .dA = x, .dB = x, .dC = x,
       .deterministic = s->deterministic};
 }
 
 sf_status cli_check_variant(const sf_check_shape *s, const char *spec, sf_variant *out) {
-  sf_scan_fwd_args args = query_args(s).fwd;
+  sf_scan_fwd_args args = cli_query_args(s).fwd;
   sf_launch launch = {.spec = spec};
   sf_status st = sf_scan_fwd_variant(&args, &launch, out);
   if (st == SF_OK) st = sf_variant_validate(out);
@@ -84,7 +106,7 @@ sf_status cli_check_variant(const sf_check_shape *s, const char *spec, sf_varian
 }
 
 sf_status cli_check_bwd_variant(const sf_check_shape *s, const char *spec, sf_variant *out) {
-  sf_scan_bwd_args args = query_args(s);
+  sf_scan_bwd_args args = cli_query_args(s);
   sf_launch launch = {.spec = spec};
   sf_status st = sf_scan_bwd_variant(&args, &launch, out);
   if (st == SF_OK) st = sf_variant_validate(out);
@@ -92,13 +114,13 @@ sf_status cli_check_bwd_variant(const sf_check_shape *s, const char *spec, sf_va
 }
 
 sf_status cli_check_block_interval(const sf_check_shape *s, const char *spec, int64_t *interval) {
-  sf_scan_bwd_args args = query_args(s);
+  sf_scan_bwd_args args = cli_query_args(s);
   sf_launch launch = {.spec = spec};
   return sf_scan_bwd_block_states_interval(&args, &launch, interval);
 }
 
 sf_status cli_check_bwd_run_variant(sf_context *ctx, const sf_check_shape *s, const char *spec, sf_variant *inout) {
-  sf_scan_bwd_args args = query_args(s);
+  sf_scan_bwd_args args = cli_query_args(s);
   sf_launch launch = {.spec = spec};
   sf_launch_shape shape;
   sf_status st = sf_scan_bwd_shape(ctx, &args, &launch, &shape);

@@ -15,6 +15,18 @@ bool cli_parse_shape(const char *text, int64_t shape[4]);
 bool cli_parse_positive(const char *text, long long max, long long *out);
 /* "fp32", "fp16" or "bf16". */
 bool cli_parse_dtype(const char *text, sf_dtype *out);
+/* "fp32,bf16": distinct types into dtypes[] (room for 3), *count of them; false on
+ * anything else. */
+bool cli_parse_dtype_list(const char *text, sf_dtype *dtypes, int *count);
+
+/* Whether the spec parser accepts `spec` for a forward or (backward) a split=state
+ * backward launch; else why, in why[]. Whether its values fit a call is known per call. */
+bool cli_spec_parses(const char *spec, bool backward, char *why, size_t cap);
+
+/* A backward call of the check's shape (its .fwd the forward's, with out and last_state)
+ * for the variant and shape queries, which read sizes, flags and which optional inputs are
+ * present, never the tensors: every tensor points at a few never-read bytes. */
+sf_scan_bwd_args cli_query_args(const sf_check_shape *s);
 
 /* Monotonic wall clock in milliseconds. */
 double cli_now_ms(void);

@@ -493,3 +493,41 @@ Test(cli_bench, help_documents_the_backward) {
                          "dout", "saved states", "ddelta_bias"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) expect_run("bench --help", 0, words[i]);
 }
+
+/* ---- plan through the pretend driver ------------------------------------------------- */
+
+/* `scanforge plan` allocates nothing, so a 130M training row (which bench cannot allocate
+ * on the pretend driver) is planned; with registers counted (FAKE_CUDA_REGISTERS), the
+ * MambaVision (64,256,196,8) fp32 backward, chosen as 4/8/8 by the planned spec, runs
+ * capped for one wave (docs/design-waves.md); a spec that does not fit a row fails that row alone. */
+Test(cli_plan, pretend_driver_plans_rows_of_any_size, .timeout = 300) {
+  char dir[] = "/tmp/sf_cli_plan_XXXXXX", rows[512], env[1200], *out;
+  write_temp(dir, "rows.txt", "8,1536,2048,16,z,bf16\n64,256,196,8,fp32\n", rows, sizeof rows);
+  snprintf(env, sizeof env, "FAKE_CUDA_REGISTERS=1 SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ",
+           SCANFORGE_FAKE_CUDA_PATH, dir);
+  char args[1200];
+  snprintf(args, sizeof args, "plan --rows '%s' --backward-only --bwd-spec split=state,threads=4,items=8,channels=8",
+           rows);
+  int status = run_env(env, args, &out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_not_null(strstr(out, "Fake GPU"), "%s", out);
+  cr_expect_not_null(strstr(out, "\nbackward\n"), "%s", out);
+  cr_expect_null(strstr(out, "\nforward\n"), "--backward-only planned the forward:\n%s", out);
+  cr_expect_not_null(strstr(out, "8,1536,2048,16,z     bf16"), "%s", out);
+  const char *vision = strstr(out, "64,256,196,8         fp32");
+  cr_assert_not_null(vision, "%s", out);
+  cr_expect_not_null(strstr(vision, "4/8/8+b16"), "the capped twin does not run:\n%s", out);
+  cr_expect_not_null(strstr(vision, "2048"), "the row's 2048 blocks:\n%s", out);
+  free(out);
+  /* 512 channels a block: the 1536-channel row plans, the 256-channel one cannot */
+  snprintf(args, sizeof args, "plan --rows '%s' --forward-only --spec split=state,threads=2,items=8,channels=512", rows);
+  status = run_env(env, args, &out);
+  cr_expect_eq(status, 1, "%s", out);
+  cr_expect_not_null(strstr(out, "2/8/512"), "the row that fits is planned:\n%s", out);
+  cr_expect_not_null(strstr(out, "must divide the channels of a group"), "%s", out);
+  cr_expect_not_null(strstr(out, "1 row could not be planned"), "%s", out);
+  free(out);
+  char command[600];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  cr_expect_eq(system(command), 0);
+}

@@ -39,6 +39,11 @@ Test(cli_usage, bad_options_exit_2_in_every_command) {
   expect("check --shape 1,2,300,4 --state-interval block", 2, "give --backward too");
   expect("bench --no-such-option", 2, "--no-such-option");
   expect("bench --reps 0", 2, "--reps");
+  expect("plan --no-such-option", 2, "--no-such-option");
+  expect("plan --dtype fp64", 2, "--dtype");
+  expect("plan --forward-only --backward-only", 2, "give one of them");
+  expect("plan --forward-only --deterministic", 2, "--forward-only leaves out");
+  expect("plan extra", 2, "unexpected argument");
   expect("demo --no-such-option", 2, "--no-such-option");
   expect("demo --device tpu", 2, "--device");
   expect("cache no-such-action", 2, "unknown action");
@@ -61,6 +66,8 @@ Test(cli_usage, a_bad_spec_exits_2_in_every_command) {
   expect("check --shape 1,64,100,16 --spec split=time,threads=32,items=40,channels=1", 2, "variant key 'items'");
   expect("bench --spec bogus=1", 2, "--spec");
   expect("bench --bwd-spec threads=sideways", 2, "--bwd-spec");
+  expect("plan --spec bogus=1", 2, "--spec");
+  expect("plan --bwd-spec threads=sideways", 2, "--bwd-spec");
   char *dir = temp_dir_for_test("sf_cli_usage_");
   char grid[512], args[1200];
   snprintf(grid, sizeof grid, "%s/grid.txt", dir);
@@ -76,6 +83,7 @@ Test(cli_usage, a_bad_spec_exits_2_in_every_command) {
 Test(cli_usage, unreadable_input_files_exit_2) {
   expect("compile --source /nonexistent/k.cu --arch sm_80", 2, "/nonexistent/k.cu");
   expect("bench --rows /nonexistent/rows.txt", 2, "/nonexistent/rows.txt");
+  expect("plan --rows /nonexistent/rows.txt", 2, "/nonexistent/rows.txt");
   expect("tune --list --entries /nonexistent/entries.txt", 2, "/nonexistent/entries.txt");
 }
 
