@@ -92,3 +92,9 @@ int bench_rows_default(const sf_dtype *dtypes, int ndtypes, bench_row_list *out)
   }
   return -1;
 }
+
+int bench_rows_load(const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
+  static const sf_dtype both[] = {SF_FP32, SF_BF16};
+  if (!path) return bench_rows_default(dtypes, ndtypes, out);
+  return ndtypes ? bench_rows_read_file(path, dtypes, ndtypes, out) : bench_rows_read_file(path, both, 2, out);
+}

@@ -13,5 +13,9 @@ extern const bench_row bench_reference_rows[];
 int bench_rows_default(const sf_dtype *dtypes, int ndtypes, bench_row_list *out);
 /* The rows of the file at path; a row without a type is added in each type of dtypes[]. */
 int bench_rows_read_file(const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out);
+/* What --rows and --dtype ask for: the file's rows (those without a type in each type of
+ * dtypes[], fp32 and bf16 when ndtypes is 0), or without a path the reference rows
+ * (bench_rows_default). -1 on success, else the exit status (the message printed). */
+int bench_rows_load(const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out);
 
 #endif

@@ -360,13 +360,7 @@ int cmd_bench(int argc, char **argv) {
   int status = parse(argc, argv, &o);
   if (status >= 0) return status;
   bench_row_list rows = {0};
-  if (o.rows_path) {
-    static const sf_dtype both[] = {SF_FP32, SF_BF16};
-    status = o.ndtypes ? bench_rows_read_file(o.rows_path, o.dtypes, o.ndtypes, &rows)
-                       : bench_rows_read_file(o.rows_path, both, 2, &rows);
-  } else {
-    status = bench_rows_default(o.dtypes, o.ndtypes, &rows);
-  }
+  status = bench_rows_load(o.rows_path, o.dtypes, o.ndtypes, &rows);
   if (status < 0 && cli_note_template_dir("bench") != CLI_OK) status = CLI_FAILED;
   if (status < 0) {
     char why[512];
