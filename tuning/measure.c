@@ -134,12 +134,8 @@ sf_status sf_timer_copy_bandwidth(sf_timer *t, double *bytes_per_s, size_t *byte
   return SF_OK;
 }
 
-typedef struct empty_job {
-  const sf_timer *timer;
-} empty_job;
-
 static sf_status run_empty(void *user, CUstream stream) {
-  const sf_timer *t = ((empty_job *)user)->timer;
+  const sf_timer *t = user;
   unsigned long long no_spin = 0;
   void *params[] = {&no_spin};
   return sf_cu_check(t->cu->LaunchKernel(t->spin, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL),
@@ -149,11 +145,10 @@ static sf_status run_empty(void *user, CUstream stream) {
 sf_status sf_timer_empty_launch(sf_timer *t, double *us) {
   *us = -1.0;
   if (!t->spin) return SF_OK;
-  empty_job job = {t};
   float ms[20];
   sf_status st = SF_OK;
   for (int i = -3; i < 20 && st == SF_OK; i++) /* three untimed launches first */
-    st = sf_timer_time_one(t, run_empty, &job, &ms[i < 0 ? 0 : i]);
+    st = sf_timer_time_one(t, run_empty, t, &ms[i < 0 ? 0 : i]);
   if (st != SF_OK) return st;
   *us = 1e3 * sf_timing_of(ms, 20).median;
   return SF_OK;

@@ -72,6 +72,15 @@ sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, d
   return SF_OK;
 }
 
+void sf_main_launch_take_one_wave(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, int sm_count,
+                                  const sf_variant *twin, int max_more_local, sf_variant *v, sf_main_launch *plan) {
+  sf_main_launch twin_plan;
+  if (!sf_main_launch_plan_twin(ctx, f, max_fill, twin, &twin_plan)) return;
+  if (twin_plan.segments.count == 0 && sf_main_launch_waves(&twin_plan, f->batch, sm_count) == 1 &&
+      twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + max_more_local)
+    *v = *twin, *plan = twin_plan;
+}
+
 sf_status sf_main_launch_fit_cap(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, sf_variant *v,
                                  sf_main_launch *plan) {
   if (plan->segments.count > 0 || plan->kernel->blocks_per_sm < 1) return SF_OK;
@@ -82,13 +91,8 @@ sf_status sf_main_launch_fit_cap(sf_context *ctx, const sf_scan_fwd_args *f, dou
   const int64_t blocks = sf_main_launch_blocks(plan, f->batch);
   const int64_t per_sm = (blocks + sm_count - 1) / sm_count;
   sf_variant twin;
-  if (per_sm > SF_CAP_MAX_GROWTH * plan->kernel->blocks_per_sm || !sf_capped_twin(v, (int)per_sm, &twin))
-    return SF_OK;
-  sf_main_launch twin_plan;
-  if (!sf_main_launch_plan_twin(ctx, f, max_fill, &twin, &twin_plan)) return SF_OK;
-  if (twin_plan.segments.count == 0 && sf_main_launch_waves(&twin_plan, f->batch, sm_count) == 1 &&
-      twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + SF_CAP_MAX_SPILL)
-    *v = twin, *plan = twin_plan;
+  if (per_sm <= SF_CAP_MAX_GROWTH * plan->kernel->blocks_per_sm && sf_capped_twin(v, (int)per_sm, &twin))
+    sf_main_launch_take_one_wave(ctx, f, max_fill, sm_count, &twin, SF_CAP_MAX_SPILL, v, plan);
   return SF_OK;
 }
 

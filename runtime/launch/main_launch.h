@@ -54,6 +54,12 @@ bool sf_main_launch_plan_twin(sf_context *ctx, const sf_scan_fwd_args *f, double
 sf_status sf_main_launch_fit_waves(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, const sf_variant *twin,
                                    double block_cost, sf_variant *v, sf_main_launch *plan);
 
+/* Plans `twin` (registers capped for one wave: the cap and spread twins) and, when its
+ * plan is unsegmented, runs in one wave on sm_count SMs and needs at most `max_more_local`
+ * bytes of local memory a thread more than `plan`, makes *v and *plan the twin's. */
+void sf_main_launch_take_one_wave(sf_context *ctx, const sf_scan_fwd_args *f, double max_fill, int sm_count,
+                                  const sf_variant *twin, int max_more_local, sf_variant *v, sf_main_launch *plan);
+
 /* The launch plans' cap rule (docs/design-waves.md): when `plan` (of variant *v, a call
  * with forward arguments f, unsegmented) needs two waves and its capped twin
  * (sf_capped_twin: registers capped for the blocks an SM that hold the call in one wave)

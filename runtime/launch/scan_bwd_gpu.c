@@ -218,12 +218,9 @@ static sf_status fit_spread(sf_context *ctx, const sf_scan_bwd_args *r, const sf
   const int64_t blocks = sf_main_launch_blocks(plan, r->fwd.batch);
   const int per_sm = (int)((blocks + sm_count - 1) / sm_count);
   sf_variant twin;
-  if (per_sm * (int)(plan->block / 32) > SF_BWD_SPREAD_MAX_WARPS || !sf_bwd_spread_twin(v, per_sm, &twin)) return SF_OK;
-  sf_main_launch twin_plan;
-  if (!sf_main_launch_plan_twin(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, &twin, &twin_plan)) return SF_OK;
-  if (twin_plan.segments.count == 0 && sf_main_launch_waves(&twin_plan, r->fwd.batch, sm_count) == 1 &&
-      twin_plan.kernel->local_bytes <= plan->kernel->local_bytes + SF_BWD_SPREAD_MAX_SPILL)
-    *v = twin, *plan = twin_plan;
+  if (per_sm * (int)(plan->block / 32) <= SF_BWD_SPREAD_MAX_WARPS && sf_bwd_spread_twin(v, per_sm, &twin))
+    sf_main_launch_take_one_wave(ctx, &r->fwd, SF_BWD_PARALLEL_MAX_FILL, sm_count, &twin, SF_BWD_SPREAD_MAX_SPILL, v,
+                                 plan);
   return SF_OK;
 }
 
