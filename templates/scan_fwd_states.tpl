@@ -90,7 +90,10 @@ struct stage_t {
 
 @ -- the 16-byte copies that fill a stage (stage_copy.tpl, stage_tasks.tpl): B, u and
 @ -- delta first (early: all the carry pass reads), then C and z
-@ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = 16, rows = {} }
+@ -- the fast fetch (stage_tasks.tpl) in the plain kernels only: the words kernels' rows are
+@ -- mostly off alignment, in the inner-saves kernels the extra path spilled at a register
+@ -- cap, and the carry kernels ran 1-2% slower with it (docs/design-fast-fetch.md)
+@ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = 16, rows = {}, fast_fetch = "!WORDS && !INNER_SAVES && !CARRY" }
 @ local function matrix_row(m)
 @   return { name = m, count = N, early = (m == "B"), base = m .. "_rows + i * p." .. m .. "_state_stride" }
 @ end

@@ -18,11 +18,18 @@
  * compute-sanitizer's memcheck counts as a read past the end of the tensor. WORDS is a
  * module of its own (the variant's words=1, set for such calls) so that the kernels for
  * aligned rows stay as they were: the pieces' code shifts their register allocation. */
+#if __CUDA_ARCH__ >= 800
+/* One whole copy, asynchronously: src is $(BYTES)-byte aligned and all of it in the sequence. */
+__device__ __forceinline__ void copy_async(elem_t *dst, const elem_t *src) {
+  const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.$(BYTES == 16 and "cg" or "ca").shared.global [%0], [%1], $(BYTES);\n" ::"r"(to), "l"(src));
+}
+#endif
+
 template <bool WORDS> __device__ __forceinline__ void copy_chunk(elem_t *dst, const elem_t *src, int valid, bool aligned) {
 #if __CUDA_ARCH__ >= 800
   if (aligned && valid >= $(EPC)) {
-    const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.$(BYTES == 16 and "cg" or "ca").shared.global [%0], [%1], $(BYTES);\n" ::"r"(to), "l"(src));
+    copy_async(dst, src);
     return;
   }
 @ if BYTES > 4 then

@@ -9,7 +9,9 @@
 @ -- With `stage.shared_tasks` (a C expression) the source table is that array, in the
 @ -- kernel's dynamic shared memory, instead of a __shared__ one of its own.
 @ -- The table is built once: the same rows and columns serve every time block, and only
-@ -- t0 moves.
+@ -- t0 moves. With `stage.fast_fetch` (a C condition: the kernels that take it), a block
+@ -- wholly inside the sequence whose copies are all aligned skips the per-copy checks
+@ -- (docs/design-fast-fetch.md).
 @ local common = import("scan_common")
 @ local EPC = stage.copy_bytes // common.element_size(variant.dtype)
 @ local CHUNKS = stage.items // EPC
@@ -28,6 +30,9 @@
   __shared__ const elem_t *task_src[$(PER_THREAD)][$(stage.block)];
 @ end
   int task_meta[$(PER_THREAD)];
+@ if stage.fast_fetch then
+  bool all_aligned = true; /* every copy of mine starts on a $(stage.copy_bytes)-byte boundary */
+@ end
 #pragma unroll
   for (int k = 0; k < $(PER_THREAD); k++) {
     const int task = threadIdx.x + k * $(stage.block);
@@ -48,9 +53,27 @@
     task_meta[k] = task < $(TASKS) ? ((dst_row + c * $(EPC)) << 9 | (row < $(early_rows)) << 8 |
                                       (c * $(EPC)) << 1 | (((unsigned long long)base & $(stage.copy_bytes - 1)) == 0))
                                    : -1;
+@ if stage.fast_fetch then
+    if (task < $(TASKS)) all_aligned = all_aligned && (task_meta[k] & 1);
+@ end
   }
   auto fetch = [&](int t0, int which, bool all) {
     elem_t *to = reinterpret_cast<elem_t *>(&stages[which]);
+@ if stage.fast_fetch then
+#if __CUDA_ARCH__ >= 800
+    /* A block wholly in the sequence, and copies all aligned: each copy is one cp.async,
+     * without copy_chunk's checks (about 20 instructions a copy down to 9-13). */
+    if (($(stage.fast_fetch)) && all_aligned && t0 + $(stage.items) <= L) {
+#pragma unroll
+      for (int k = 0; k < $(PER_THREAD); k++) {
+        const int meta = task_meta[k];
+        if (((k + 1) * $(stage.block) <= $(TASKS) || meta >= 0) && (all || (meta & 256)))
+          copy_async(to + (meta >> 9), task_src[k][threadIdx.x] + t0);
+      }
+      return;
+    }
+#endif
+@ end
 #pragma unroll
     for (int k = 0; k < $(PER_THREAD); k++) {
       const int meta = task_meta[k];

@@ -126,6 +126,25 @@ Test(generate, backward_packs_16_bit_terms_from_n32) {
   }
 }
 
+/* The fast fetch (docs/design-fast-fetch.md): the split=state forward's plain
+ * kernels issue a whole aligned block's copies without copy_chunk's checks; its words,
+ * inner-saves and carry kernels, and every backward, keep the checked path alone. */
+Test(generate, forward_fast_fetch_in_its_plain_kernels_only) {
+  struct { const char *spec; bool fast; } cases[] = {
+      {"op=fwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=16,channels=32,states=1", true},
+      {"op=fwd,split=state,dstate=8,dtype=fp32,threads=4,items=16,channels=16,states=1,words=1", true},
+      {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=8,channels=16,states=1", false},
+      {"op=bwd,split=state,dstate=8,dtype=fp32,threads=4,items=8,channels=8,states=1,words=1", false}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *source = generate(cases[i].spec);
+    const bool fast = strstr(source, "copy_async(to + (meta >> 9)") != NULL;
+    cr_expect_eq(fast, cases[i].fast, "%s: fast fetch %s", cases[i].spec, fast ? "present" : "absent");
+    if (fast) /* compiled out where WORDS, INNER_SAVES or CARRY */
+      cr_expect(strstr(source, "if ((!WORDS && !INNER_SAVES && !CARRY) && all_aligned && t0 + ") != NULL, "%s", cases[i].spec);
+    free(source);
+  }
+}
+
 /* The backward's lanes' parts (docs/design-parts-layout.md): where the equal strides of
  * vector_row_strides leave a phase with two words in one bank, the layout found phase by
  * phase replaces them (groups of slots at offsets: part_base; or wider strides: a larger
