@@ -1,5 +1,5 @@
-/* bench_rows_source.c: the rows `scanforge bench` runs: the reference rows in the asked
- * types, or a --rows file read whole and parsed (cli/bench_rows.c). */
+/* bench_rows_source.c: the rows `scanforge bench` and `scanforge plan` run: the reference
+ * rows in the asked types, or a --rows file read whole and parsed (cli/bench_rows.c). */
 #include "cli/bench_rows_source.h"
 
 #include <errno.h>
@@ -37,10 +37,11 @@ static bool same_shape(const bench_row *a, const bench_row *b) {
 }
 
 /* Reads a rows file; returns -1 on success, else the exit status (the message printed). */
-int bench_rows_read_file(const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
+int bench_rows_read_file(const char *command, const char *path, const sf_dtype *dtypes, int ndtypes,
+                         bench_row_list *out) {
   FILE *in = fopen(path, "rb");
   if (!in) {
-    fprintf(stderr, "scanforge bench: --rows: cannot open '%s': %s\n", path, strerror(errno));
+    fprintf(stderr, "scanforge %s: --rows: cannot open '%s': %s\n", command, path, strerror(errno));
     return 2;
   }
   size_t length = 0, capacity = 0;
@@ -63,23 +64,23 @@ int bench_rows_read_file(const char *path, const sf_dtype *dtypes, int ndtypes, 
   fclose(in);
   if (failed) {
     free(text);
-    fprintf(stderr, "scanforge bench: --rows: cannot read '%s'\n", path);
+    fprintf(stderr, "scanforge %s: --rows: cannot read '%s'\n", command, path);
     return 2;
   }
   sf_status st = bench_rows_parse(text, length, path, dtypes, ndtypes, out);
   free(text);
-  if (st == SF_ENOMEM) return cli_fail("bench", "out of memory");
+  if (st == SF_ENOMEM) return cli_fail(command, "out of memory");
   if (st != SF_OK) {
-    fprintf(stderr, "scanforge bench: --rows %s\n", sf_last_error());
+    fprintf(stderr, "scanforge %s: --rows %s\n", command, sf_last_error());
     return 2;
   }
   return -1;
 }
 
-int bench_rows_default(const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
+int bench_rows_default(const char *command, const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
   for (int i = 0; i < REFERENCE_ROWS; i++) {
     if (ndtypes == 0) { /* the reference rows as they are */
-      if (!bench_rows_add(out, bench_reference_rows[i])) return cli_fail("bench", "out of memory");
+      if (!bench_rows_add(out, bench_reference_rows[i])) return cli_fail(command, "out of memory");
       continue;
     }
     bool seen = false; /* each shape once, in every asked type */
@@ -87,14 +88,15 @@ int bench_rows_default(const sf_dtype *dtypes, int ndtypes, bench_row_list *out)
     for (int t = 0; t < ndtypes && !seen; t++) {
       bench_row r = bench_reference_rows[i];
       r.dtype = dtypes[t];
-      if (!bench_rows_add(out, r)) return cli_fail("bench", "out of memory");
+      if (!bench_rows_add(out, r)) return cli_fail(command, "out of memory");
     }
   }
   return -1;
 }
 
-int bench_rows_load(const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
+int bench_rows_load(const char *command, const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
   static const sf_dtype both[] = {SF_FP32, SF_BF16};
-  if (!path) return bench_rows_default(dtypes, ndtypes, out);
-  return ndtypes ? bench_rows_read_file(path, dtypes, ndtypes, out) : bench_rows_read_file(path, both, 2, out);
+  if (!path) return bench_rows_default(command, dtypes, ndtypes, out);
+  return ndtypes ? bench_rows_read_file(command, path, dtypes, ndtypes, out)
+                 : bench_rows_read_file(command, path, both, 2, out);
 }

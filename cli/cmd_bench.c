@@ -360,7 +360,7 @@ int cmd_bench(int argc, char **argv) {
   int status = parse(argc, argv, &o);
   if (status >= 0) return status;
   bench_row_list rows = {0};
-  status = bench_rows_load(o.rows_path, o.dtypes, o.ndtypes, &rows);
+  status = bench_rows_load("bench", o.rows_path, o.dtypes, o.ndtypes, &rows);
   if (status < 0 && cli_note_template_dir("bench") != CLI_OK) status = CLI_FAILED;
   if (status < 0) {
     char why[512];

@@ -78,8 +78,11 @@ static int parse(int argc, char **argv, plan_options *o) {
     switch (c) {
       case OPT_ROWS: o->rows_path = optarg; break;
       case OPT_DTYPE:
-        if (!cli_parse_dtype_list(optarg, o->dtypes, &o->ndtypes))
-          return usage_error("--dtype", "expected distinct types among fp32, fp16, bf16, comma-separated");
+        if (!cli_parse_dtype_list(optarg, o->dtypes, &o->ndtypes)) {
+          char detail[160];
+          snprintf(detail, sizeof detail, "expected a comma-separated list of distinct fp32, fp16, bf16, got '%s'", optarg);
+          return usage_error("--dtype", detail);
+        }
         break;
       case OPT_FWD: forward_only = true; break;
       case OPT_BWD: backward_only = true; break;
@@ -188,7 +191,7 @@ int cmd_plan(int argc, char **argv) {
   int status = parse(argc, argv, &o);
   if (status >= 0) return status;
   bench_row_list rows = {0};
-  status = bench_rows_load(o.rows_path, o.dtypes, o.ndtypes, &rows);
+  status = bench_rows_load("plan", o.rows_path, o.dtypes, o.ndtypes, &rows);
   if (status < 0 && cli_note_template_dir("plan") != CLI_OK) status = CLI_FAILED;
   if (status < 0) {
     char why[512];

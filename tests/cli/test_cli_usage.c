@@ -40,7 +40,7 @@ Test(cli_usage, bad_options_exit_2_in_every_command) {
   expect("bench --no-such-option", 2, "--no-such-option");
   expect("bench --reps 0", 2, "--reps");
   expect("plan --no-such-option", 2, "--no-such-option");
-  expect("plan --dtype fp64", 2, "--dtype");
+  expect("plan --dtype fp64", 2, "got 'fp64'");
   expect("plan --forward-only --backward-only", 2, "give one of them");
   expect("plan --forward-only --deterministic", 2, "--forward-only leaves out");
   expect("plan extra", 2, "unexpected argument");
@@ -82,8 +82,8 @@ Test(cli_usage, a_bad_spec_exits_2_in_every_command) {
 
 Test(cli_usage, unreadable_input_files_exit_2) {
   expect("compile --source /nonexistent/k.cu --arch sm_80", 2, "/nonexistent/k.cu");
-  expect("bench --rows /nonexistent/rows.txt", 2, "/nonexistent/rows.txt");
-  expect("plan --rows /nonexistent/rows.txt", 2, "/nonexistent/rows.txt");
+  expect("bench --rows /nonexistent/rows.txt", 2, "scanforge bench: --rows: cannot open '/nonexistent/rows.txt'");
+  expect("plan --rows /nonexistent/rows.txt", 2, "scanforge plan: --rows: cannot open '/nonexistent/rows.txt'");
   expect("tune --list --entries /nonexistent/entries.txt", 2, "/nonexistent/entries.txt");
 }
 
