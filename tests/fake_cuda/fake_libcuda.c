@@ -2,7 +2,9 @@
  * without a GPU (load it with SCANFORGE_CUDA_LIBRARY). It defines the entry points that
  * runtime/cuda/cuda_driver.c resolves, under the names cuda.h maps them to. Device memory is
  * host memory (allocations above 64 MiB fail, so a bandwidth probe stays small), kernels
- * do nothing, events read the host's clock, one device: "Fake GPU", cc 9.0, 132 SMs. A
+ * do nothing, events read the host's clock, one device: "Fake GPU" with 80 GiB, cc 9.0, 132
+ * SMs ($FAKE_CUDA_NAME and $FAKE_CUDA_MEMORY_BYTES name another, so that a tuning file's
+ * section for that GPU applies: bench/warm_for_rows.sh). A
  * function's static shared memory is read from its cubin's ELF sections, and the blocks an
  * SM holds follow from it as on an H100 (228 KiB an SM, 1 KiB reserved a block); registers
  * are counted only under $FAKE_CUDA_REGISTERS (read from the cubin's .nv.info, allocated as
@@ -65,7 +67,8 @@ CUresult CUDAAPI cuDeviceGetCount(int *count) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetName(char *name, int length, CUdevice device) {
-  snprintf(name, (size_t)length, "Fake GPU");
+  const char *as = getenv("FAKE_CUDA_NAME");
+  snprintf(name, (size_t)length, "%s", as && *as ? as : "Fake GPU");
   return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 CUresult CUDAAPI cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device) {
@@ -87,7 +90,9 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, 
   return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice device) {
-  *bytes = (size_t)80 << 30;
+  const char *as = getenv("FAKE_CUDA_MEMORY_BYTES");
+  const unsigned long long asked = as ? strtoull(as, NULL, 10) : 0;
+  *bytes = asked ? (size_t)asked : (size_t)80 << 30;
   return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
