@@ -21,7 +21,10 @@ static void usage(FILE *out) {
           "\n"
           "Prints what each row's forward and backward would launch on this GPU, without\n"
           "inputs and without timing: the variant the tuning database or the heuristics\n"
-          "choose ('chosen'), the launch the launch plan runs ('runs': it may take a twin\n"
+          "choose ('chosen'), what chose it ('by': 'tuned' where a tuning entry gives\n"
+          "another launch than the heuristics, 'heuristic' where no entry reaches the row\n"
+          "or it gives the same launch, 'spec' for --spec and --bwd-spec), the launch the\n"
+          "launch plan runs ('runs': it may take a twin\n"
           "that fits the GPU better: more lanes, pairs=1, fewer steps a block, a register\n"
           "cap; docs/design-waves.md), its blocks, the blocks an SM holds (the driver's\n"
           "occupancy of the compiled kernel), waves (blocks over what the GPU holds at once)\n"
@@ -119,8 +122,24 @@ static void launch_text(const sf_variant *v, char *buf, size_t cap) {
 }
 
 static void print_header(bool backward) {
-  printf("\n%s\n%-20s %-5s %-16s %-16s %7s %6s %6s %8s\n", backward ? "backward" : "forward", "shape B,D,L,N", "type",
-         "chosen", "runs", "blocks", "per SM", "waves", "segments");
+  printf("\n%s\n%-20s %-5s %-16s %-9s %-16s %7s %6s %6s %8s\n", backward ? "backward" : "forward", "shape B,D,L,N",
+         "type", "chosen", "by", "runs", "blocks", "per SM", "waves", "segments");
+}
+
+/* What chose `chosen`: a spec, a tuning entry (a launch other than the heuristics' own),
+ * or the heuristics (no entry reaches the row, or the entry gives their launch). */
+static const char *chosen_by(const sf_scan_bwd_args *args, const sf_variant *chosen, const plan_options *o,
+                             bool backward) {
+  if (backward ? o->bwd_spec != NULL : o->spec != NULL) return "spec";
+  if (o->untuned) return "heuristic";
+  const sf_launch untuned = {.untuned = true};
+  sf_variant heuristic;
+  const sf_status st = backward ? sf_scan_bwd_variant(args, &untuned, &heuristic)
+                                : sf_scan_fwd_variant(&args->fwd, &untuned, &heuristic);
+  char a[512], b[512];
+  const int na = sf_variant_format(chosen, a, sizeof a), nb = sf_variant_format(&heuristic, b, sizeof b);
+  if (st != SF_OK || na < 0 || nb < 0 || (size_t)na >= sizeof a || (size_t)nb >= sizeof b) return "?";
+  return strcmp(a, b) == 0 ? "heuristic" : "tuned";
 }
 
 /* One row's line of a pass: 0, or 1 when it could not be planned (the reason printed). */
@@ -153,7 +172,8 @@ static int plan_row(sf_context *ctx, const bench_row *r, const plan_options *o, 
   launch_text(&chosen, chosen_text, sizeof chosen_text);
   launch_text(&runs.variant, runs_text, sizeof runs_text);
   const double at_once = (double)runs.blocks_per_sm * runs.sm_count;
-  printf("%-20s %-5s %-16s %-16s %7lld %6d %6.2f %8lld\n", label, sf_dtype_name(r->dtype), chosen_text, runs_text,
+  printf("%-20s %-5s %-16s %-9s %-16s %7lld %6d %6.2f %8lld\n", label, sf_dtype_name(r->dtype), chosen_text,
+         chosen_by(&args, &chosen, o, backward), runs_text,
          (long long)runs.blocks, runs.blocks_per_sm, at_once > 0 ? (double)runs.blocks / at_once : 0.0,
          (long long)runs.segments);
   return 0;

@@ -517,6 +517,7 @@ Test(cli_plan, pretend_driver_plans_rows_of_any_size, .timeout = 300) {
   const char *vision = strstr(out, "64,256,196,8         fp32");
   cr_assert_not_null(vision, "%s", out);
   cr_expect_not_null(strstr(vision, "4/8/8+b16"), "the capped twin does not run:\n%s", out);
+  cr_expect_not_null(strstr(vision, " spec "), "--bwd-spec chose the launch:\n%s", out);
   cr_expect_not_null(strstr(vision, "2048"), "the row's 2048 blocks:\n%s", out);
   free(out);
   /* 512 channels a block: the 1536-channel row plans, the 256-channel one cannot */
@@ -526,6 +527,34 @@ Test(cli_plan, pretend_driver_plans_rows_of_any_size, .timeout = 300) {
   cr_expect_not_null(strstr(out, "2/8/512"), "the row that fits is planned:\n%s", out);
   cr_expect_not_null(strstr(out, "must divide the channels of a group"), "%s", out);
   cr_expect_not_null(strstr(out, "1 row could not be planned"), "%s", out);
+  free(out);
+  char command[600];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  cr_expect_eq(system(command), 0);
+}
+
+/* The 'by' column: pretending to be the H100, whose shipped tuning file has entries for the
+ * MambaVision rows, the (64,512,49,8) bf16 launches are a tuning entry's (4/16/16+b4 forward,
+ * 4/4/32s2 backward: not the heuristics'); with --untuned they are the heuristics'. */
+Test(cli_plan, by_says_what_chose_each_launch, .timeout = 300) {
+  char dir[] = "/tmp/sf_cli_plan_by_XXXXXX", rows[512], env[1200], args[1200], *out;
+  write_temp(dir, "rows.txt", "64,512,49,8,bf16\n", rows, sizeof rows);
+  snprintf(env, sizeof env,
+           "FAKE_CUDA_REGISTERS=1 FAKE_CUDA_NAME='NVIDIA H100 80GB HBM3' FAKE_CUDA_MEMORY_BYTES=85017493504 "
+           "SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' SCANFORGE_TUNING_DB='%s/none.json' ",
+           SCANFORGE_FAKE_CUDA_PATH, dir, dir);
+  snprintf(args, sizeof args, "plan --rows '%s'", rows);
+  int status = run_env(env, args, &out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_not_null(strstr(out, "GPU          NVIDIA H100 80GB HBM3"), "%s", out);
+  cr_expect_not_null(strstr(out, "4/16/16+b4       tuned"), "the forward's tuning entry:\n%s", out);
+  cr_expect_not_null(strstr(out, "4/4/32s2         tuned"), "the backward's tuning entry:\n%s", out);
+  free(out);
+  snprintf(args, sizeof args, "plan --rows '%s' --untuned", rows);
+  status = run_env(env, args, &out);
+  cr_expect_eq(status, 0, "%s", out);
+  cr_expect_null(strstr(out, "tuned "), "--untuned, yet a launch is a tuning entry's:\n%s", out);
+  cr_expect_not_null(strstr(out, " heuristic "), "%s", out);
   free(out);
   char command[600];
   snprintf(command, sizeof command, "rm -rf '%s'", dir);
