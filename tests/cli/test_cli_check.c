@@ -496,19 +496,33 @@ Test(cli_bench, help_documents_the_backward) {
 
 /* ---- plan through the pretend driver ------------------------------------------------- */
 
+/* `scanforge ARGS` on the pretend driver with registers counted, its kernels cached in dir
+ * and no user tuning database; `identity`: more environment (a GPU's name and memory), or "". */
+static int plan_on_pretend_driver(const char *dir, const char *identity, const char *args, char **out) {
+  char env[1600];
+  snprintf(env, sizeof env,
+           "FAKE_CUDA_REGISTERS=1 %s SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' "
+           "SCANFORGE_TUNING_DB='%s/none.json' ",
+           identity, SCANFORGE_FAKE_CUDA_PATH, dir, dir);
+  return run_env(env, args, out);
+}
+
+static void remove_dir(const char *dir) {
+  char command[600];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  cr_expect_eq(system(command), 0);
+}
+
 /* `scanforge plan` allocates nothing, so a 130M training row (which bench cannot allocate
  * on the pretend driver) is planned; with registers counted (FAKE_CUDA_REGISTERS), the
  * MambaVision (64,256,196,8) fp32 backward, chosen as 4/8/8 by the planned spec, runs
  * capped for one wave (docs/design-waves.md); a spec that does not fit a row fails that row alone. */
 Test(cli_plan, pretend_driver_plans_rows_of_any_size, .timeout = 300) {
-  char dir[] = "/tmp/sf_cli_plan_XXXXXX", rows[512], env[1200], *out;
+  char dir[] = "/tmp/sf_cli_plan_XXXXXX", rows[512], args[1200], *out;
   write_temp(dir, "rows.txt", "8,1536,2048,16,z,bf16\n64,256,196,8,fp32\n", rows, sizeof rows);
-  snprintf(env, sizeof env, "FAKE_CUDA_REGISTERS=1 SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' ",
-           SCANFORGE_FAKE_CUDA_PATH, dir);
-  char args[1200];
   snprintf(args, sizeof args, "plan --rows '%s' --backward-only --bwd-spec split=state,threads=4,items=8,channels=8",
            rows);
-  int status = run_env(env, args, &out);
+  int status = plan_on_pretend_driver(dir, "", args, &out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect_not_null(strstr(out, "Fake GPU"), "%s", out);
   cr_expect_not_null(strstr(out, "\nbackward\n"), "%s", out);
@@ -522,41 +536,34 @@ Test(cli_plan, pretend_driver_plans_rows_of_any_size, .timeout = 300) {
   free(out);
   /* 512 channels a block: the 1536-channel row plans, the 256-channel one cannot */
   snprintf(args, sizeof args, "plan --rows '%s' --forward-only --spec split=state,threads=2,items=8,channels=512", rows);
-  status = run_env(env, args, &out);
+  status = plan_on_pretend_driver(dir, "", args, &out);
   cr_expect_eq(status, 1, "%s", out);
   cr_expect_not_null(strstr(out, "2/8/512"), "the row that fits is planned:\n%s", out);
   cr_expect_not_null(strstr(out, "must divide the channels of a group"), "%s", out);
   cr_expect_not_null(strstr(out, "1 row could not be planned"), "%s", out);
   free(out);
-  char command[600];
-  snprintf(command, sizeof command, "rm -rf '%s'", dir);
-  cr_expect_eq(system(command), 0);
+  remove_dir(dir);
 }
 
 /* The 'by' column: pretending to be the H100, whose shipped tuning file has entries for the
  * MambaVision rows, the (64,512,49,8) bf16 launches are a tuning entry's (4/16/16+b4 forward,
  * 4/4/32s2 backward: not the heuristics'); with --untuned they are the heuristics'. */
 Test(cli_plan, by_says_what_chose_each_launch, .timeout = 300) {
-  char dir[] = "/tmp/sf_cli_plan_by_XXXXXX", rows[512], env[1200], args[1200], *out;
+  static const char h100[] = "FAKE_CUDA_NAME='NVIDIA H100 80GB HBM3' FAKE_CUDA_MEMORY_BYTES=85017493504";
+  char dir[] = "/tmp/sf_cli_plan_by_XXXXXX", rows[512], args[1200], *out;
   write_temp(dir, "rows.txt", "64,512,49,8,bf16\n", rows, sizeof rows);
-  snprintf(env, sizeof env,
-           "FAKE_CUDA_REGISTERS=1 FAKE_CUDA_NAME='NVIDIA H100 80GB HBM3' FAKE_CUDA_MEMORY_BYTES=85017493504 "
-           "SCANFORGE_CUDA_LIBRARY='%s' SCANFORGE_CACHE_DIR='%s/cache' SCANFORGE_TUNING_DB='%s/none.json' ",
-           SCANFORGE_FAKE_CUDA_PATH, dir, dir);
   snprintf(args, sizeof args, "plan --rows '%s'", rows);
-  int status = run_env(env, args, &out);
+  int status = plan_on_pretend_driver(dir, h100, args, &out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect_not_null(strstr(out, "GPU          NVIDIA H100 80GB HBM3"), "%s", out);
   cr_expect_not_null(strstr(out, "4/16/16+b4       tuned"), "the forward's tuning entry:\n%s", out);
   cr_expect_not_null(strstr(out, "4/4/32s2         tuned"), "the backward's tuning entry:\n%s", out);
   free(out);
   snprintf(args, sizeof args, "plan --rows '%s' --untuned", rows);
-  status = run_env(env, args, &out);
+  status = plan_on_pretend_driver(dir, h100, args, &out);
   cr_expect_eq(status, 0, "%s", out);
   cr_expect_null(strstr(out, "tuned "), "--untuned, yet a launch is a tuning entry's:\n%s", out);
   cr_expect_not_null(strstr(out, " heuristic "), "%s", out);
   free(out);
-  char command[600];
-  snprintf(command, sizeof command, "rm -rf '%s'", dir);
-  cr_expect_eq(system(command), 0);
+  remove_dir(dir);
 }
