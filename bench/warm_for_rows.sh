@@ -30,10 +30,12 @@ done
 mkdir -p "$cache" || exit 1
 plan_out=$(mktemp) || exit 1
 trap 'rm -f "$plan_out"' EXIT
+# A field of a tuning file's (first) GPU: gpu FILE KEY
+gpu() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sections"][0]["gpu"][sys.argv[2]])' "$1" "$2"; }
 status=0
 for gpu_file in $gpu_files; do
-  gpu() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sections"][0]["gpu"][sys.argv[2]])' "$gpu_file" "$1"; }
-  name=$(gpu name) && memory=$(gpu memory_bytes) || { echo "$0: cannot read the GPU of '$gpu_file'" >&2; exit 2; }
+  name=$(gpu "$gpu_file" name) && memory=$(gpu "$gpu_file" memory_bytes) ||
+    { echo "$0: cannot read the GPU of '$gpu_file'" >&2; exit 2; }
   echo "pretending to be: $name ($gpu_file)"
   shown=""
   for rows in "$@"; do

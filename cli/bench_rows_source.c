@@ -36,9 +36,10 @@ static bool same_shape(const bench_row *a, const bench_row *b) {
          a->z == b->z;
 }
 
-/* Reads a rows file; returns -1 on success, else the exit status (the message printed). */
-int bench_rows_read_file(const char *command, const char *path, const sf_dtype *dtypes, int ndtypes,
-                         bench_row_list *out) {
+/* The rows of the file at path; a row without a type is added in each type of dtypes[].
+ * -1 on success, else the exit status (the message printed). */
+static int bench_rows_read_file(const char *command, const char *path, const sf_dtype *dtypes, int ndtypes,
+                                bench_row_list *out) {
   FILE *in = fopen(path, "rb");
   if (!in) {
     fprintf(stderr, "scanforge %s: --rows: cannot open '%s': %s\n", command, path, strerror(errno));
@@ -77,7 +78,9 @@ int bench_rows_read_file(const char *command, const char *path, const sf_dtype *
   return -1;
 }
 
-int bench_rows_default(const char *command, const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
+/* The reference rows into *out: as they are (ndtypes 0), else each shape once in every
+ * type of dtypes[]. */
+static int bench_rows_default(const char *command, const sf_dtype *dtypes, int ndtypes, bench_row_list *out) {
   for (int i = 0; i < REFERENCE_ROWS; i++) {
     if (ndtypes == 0) { /* the reference rows as they are */
       if (!bench_rows_add(out, bench_reference_rows[i])) return cli_fail(command, "out of memory");

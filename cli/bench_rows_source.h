@@ -8,15 +8,9 @@
 /* The reference rows (bench/rows_reference.txt); the first is the smallest. */
 extern const bench_row bench_reference_rows[];
 
-/* The reference rows into *out: as they are (ndtypes 0), else each shape once in every
- * type of dtypes[]. Both return -1 on success, else the exit status (the message printed). */
-int bench_rows_default(const char *command, const sf_dtype *dtypes, int ndtypes, bench_row_list *out);
-/* The rows of the file at path; a row without a type is added in each type of dtypes[]. */
-int bench_rows_read_file(const char *command, const char *path, const sf_dtype *dtypes, int ndtypes,
-                         bench_row_list *out);
 /* What --rows and --dtype ask for: the file's rows (those without a type in each type of
  * dtypes[], fp32 and bf16 when ndtypes is 0), or without a path the reference rows
- * (bench_rows_default). -1 on success, else the exit status (the message printed). */
+ * as they are, or with --dtype each shape once in each asked type. -1 on success, else the exit status (the message printed). */
 int bench_rows_load(const char *command, const char *path, const sf_dtype *dtypes, int ndtypes, bench_row_list *out);
 
 #endif
