@@ -82,10 +82,27 @@ static sf_status device_attribute(const sf_cu *cu, CUdevice device, CUdevice_att
  * defines no SF_DYNAMIC_SHARED_SYMBOL (runtime/cuda/dynamic_shared.h). The figure is the
  * symbol's size, so reading it copies nothing: a load never waits on a stream, nor breaks
  * a stream capture. */
-static sf_status read_dynamic_shared(const sf_cu *cu, CUmodule module, int *bytes) {
+/* Whether a cubin or PTX image may hold `symbol`: its name is in the image (a cubin's string
+ * table, PTX's declaration). A fatbin may be compressed, so it may always. */
+static bool image_may_hold(const void *image, size_t size, const char *symbol) {
+  if (strcmp(image_kind(image, size), "fatbin") == 0) return true;
+  const size_t length = strlen(symbol);
+  const unsigned char *p = image, *end = p + size;
+  while (p && (size_t)(end - p) >= length) {
+    if (memcmp(p, symbol, length) == 0) return true;
+    p = memchr(p + 1, (unsigned char)symbol[0], (size_t)(end - p - 1));
+  }
+  return false;
+}
+
+/* The module's dynamic shared memory (its sf_dynamic_shared_16 global's size), 0 when it
+ * declares none. The driver is asked only when the image names the global: a failed
+ * cuModuleGetGlobal is an API error that compute-sanitizer reports in the caller's program. */
+static sf_status read_dynamic_shared(const sf_cu *cu, const sf_module_request *rq, CUmodule module, int *bytes) {
   CUdeviceptr at;
   size_t size;
   *bytes = 0;
+  if (!image_may_hold(rq->image, rq->image_size, SF_DYNAMIC_SHARED_SYMBOL)) return SF_OK;
   CUresult result = cu->ModuleGetGlobal(&at, &size, module, SF_DYNAMIC_SHARED_SYMBOL);
   if (result == CUDA_ERROR_NOT_FOUND) return SF_OK;
   sf_status status = sf_cu_check(result, "cuModuleGetGlobal(" SF_DYNAMIC_SHARED_SYMBOL ")");
@@ -159,7 +176,7 @@ static sf_status build_kernel(void *user, sf_kernel *k) {
     if (status != SF_OK) sf_fail_context(status, "kernel %s", rq->kernel_name);
     k->dynamic_shared = 0;
     if (status == SF_OK && !rq->no_module_dynamic_shared)
-      status = read_dynamic_shared(cu, k->module, &k->dynamic_shared);
+      status = read_dynamic_shared(cu, rq, k->module, &k->dynamic_shared);
     if (status == SF_OK) status = fit_to_device(cu, rq, k);
     if (status != SF_OK) cu->ModuleUnload(k->module); /* nothing half-loaded stays behind */
   }

@@ -11,8 +11,9 @@
  * on an H100). Module globals are the cubin's object symbols, with their sizes.
  * Nothing it "computes" means anything: only that calls were made in a valid order with
  * valid arguments. $FAKE_CUDA_REPORT set: launches and live allocations printed at exit.
- * Tests may read, through dlsym, the kernels launched and the memsets made since they last
- * cleared the journal (fake_cuda_journal_*, at the end of this file). */
+ * Tests may read, through dlsym, the kernels launched, the memsets made and the failed
+ * lookups of module globals since they last cleared the journal (fake_cuda_journal_*, at
+ * the end of this file). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cuda.h>
 #include <elf.h>
@@ -30,11 +31,12 @@ enum { MAX_ALLOC = 64 << 20 };
 static __thread CUcontext current;
 static int primary_context;
 static long launches, live_allocations;
-/* The journal: each launch's kernel name in order, and the memsets, since the last clear. */
+/* The journal: each launch's kernel name in order, the memsets, and the lookups of module
+ * globals that failed (an API error compute-sanitizer reports), since the last clear. */
 enum { JOURNAL_MAX = 64 };
 static char journal[JOURNAL_MAX][128];
 static int journal_count;
-static long journal_memsets;
+static long journal_memsets, journal_failed_lookups;
 
 static double now_ms(void) {
   struct timespec ts;
@@ -292,6 +294,7 @@ CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *ptr, size_t *bytes, CUmodule mod
       if (bytes) *bytes = m->global_sizes[i];
       return CUDA_SUCCESS;
     }
+  journal_failed_lookups++;
   return CUDA_ERROR_NOT_FOUND;
 }
 CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction function) {
@@ -513,7 +516,9 @@ __attribute__((destructor)) static void report(void) {
 }
 
 /* The journal, for tests (dlsym): cleared; the name of the i-th kernel launched since (NULL
- * past the last, or past the JOURNAL_MAX kept); the memsets since. */
-void fake_cuda_journal_clear(void) { journal_count = 0, journal_memsets = 0; }
+ * past the last, or past the JOURNAL_MAX kept); the memsets since; the failed lookups of
+ * module globals since. */
+void fake_cuda_journal_clear(void) { journal_count = 0, journal_memsets = 0, journal_failed_lookups = 0; }
 const char *fake_cuda_journal_launch(int i) { return i >= 0 && i < journal_count ? journal[i] : NULL; }
 long fake_cuda_journal_memsets(void) { return journal_memsets; }
+long fake_cuda_journal_failed_lookups(void) { return journal_failed_lookups; }

@@ -3,7 +3,8 @@
  * default mode clears its five sums with one launch of sf_scan_bwd_zero and no memset;
  * the deterministic mode adds its partial sums with one launch of sf_scan_bwd_finalize;
  * both helpers launch beside a main kernel that takes dynamic shared memory
- * (docs/design-zero-sums.md). */
+ * (docs/design-zero-sums.md). No call asks the driver for a module global the module lacks
+ * (a failed call that compute-sanitizer reports). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -18,6 +19,7 @@ static void *fake;
 static void (*journal_clear)(void);
 static const char *(*journal_launch)(int);
 static long (*journal_memsets)(void);
+static long (*journal_failed_lookups)(void);
 
 /* The buffers of one call: the fake's device memory is host memory, and no kernel runs. */
 enum { MAX_BUFFERS = 48 };
@@ -44,7 +46,9 @@ static void setup(void) {
   *(void **)&journal_clear = dlsym(fake, "fake_cuda_journal_clear");
   *(void **)&journal_launch = dlsym(fake, "fake_cuda_journal_launch");
   *(void **)&journal_memsets = dlsym(fake, "fake_cuda_journal_memsets");
-  cr_assert(journal_clear && journal_launch && journal_memsets, "the pretend driver has no journal");
+  *(void **)&journal_failed_lookups = dlsym(fake, "fake_cuda_journal_failed_lookups");
+  cr_assert(journal_clear && journal_launch && journal_memsets && journal_failed_lookups,
+            "the pretend driver has no journal");
 }
 
 static void teardown(void) {
@@ -86,6 +90,9 @@ static void expect_launches(const sf_scan_bwd_args *args, const char *spec, cons
   cr_expect_eq(mains, 1, "sf_scan_bwd launched %d times", mains);
   cr_expect_eq(helper_at, first ? 0 : count - 1, "%s is launch %d of %d", helper, helper_at + 1, count);
   cr_expect_eq(journal_memsets(), 0, "%ld memsets", journal_memsets());
+  /* loading the modules asks the driver for no global they lack: compute-sanitizer
+   * reports each such failed call as an error of the caller's program */
+  cr_expect_eq(journal_failed_lookups(), 0, "%ld failed lookups of module globals", journal_failed_lookups());
 }
 
 TestSuite(call_launches_fake, .init = setup, .fini = teardown);
