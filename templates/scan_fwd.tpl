@@ -58,7 +58,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
   const elem_t *z_row = (const elem_t *)p.z + b * p.z_batch_stride + d * p.z_dim_stride;
 @ end
 @ if variant.B_var or variant.C_var then
-  const int g = d / (p.dim / p.groups);
+  const int g = p.groups == 1 ? 0 : d / (p.dim / p.groups); /* one group skips two divisions */
 @ end
 @ for _, m in ipairs({ "B", "C" }) do
 @   if variant[m .. "_var"] then
@@ -76,12 +76,10 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ end
   const long long state_row = ((long long)b * p.dim + d) * $(N);
 
-  for (int n = lane; n < $(N); n += $(T)) {
-    carry[0][slot][n] = p.h0 ? p.h0[state_row + n] : 0.f;
-    A_smem[slot][n] = A_row[n] * SF_LOG2E;
-  }
-  __syncthreads();
-
+  /* Every load of a chunk (u, delta, z, the first states' B and C) is issued before any of
+   * them is used, and the first chunk's before the block's h0 and A are read: a call of
+   * one chunk (the tiny rows) then waits for memory once, not once per kind of input. The
+   * runtime launches no empty call, so there is always a first chunk. */
   const int nchunks = (L + $(T * I) - 1) / $(T * I);
   for (int c = 0; c < nchunks; c++) {
     const int parity = c & 1;
@@ -91,28 +89,10 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
     float u[$(I)], dt[$(I)], dtu[$(I)], y[$(I)];
     load_run(u_row + t0, valid, 0.f, u);
     load_run(delta_row + t0, valid, 0.f, dt);
-#pragma unroll
-    for (int i = 0; i < $(I); i++) {
-@ local v = variant.delta_bias and "dt[i] + bias" or "dt[i]"
-@ if variant.softplus then
-      const float step = softplus($(v));
-@ else
-      const float step = $(v);
+@ if variant.z then
+    float zv[$(I)];
+    load_run(z_row + t0, valid, 0.f, zv);
 @ end
-      dt[i] = i < valid ? step : 0.f; /* padding steps are the identity: a = 1, x = 0 */
-      dtu[i] = dt[i] * u[i];
-      y[i] = 0.f;
-    }
-
-    /* The steps of my run after which a state is saved for the backward pass: t with
-     * (t + 1) % interval == 0 (several when the interval is shorter than my run). */
-    unsigned long long saves = 0;
-    if (p.saved_states && active) {
-#pragma unroll
-      for (int i = 0; i < $(I); i++)
-        if (((t0 + i + 1) & (p.state_interval - 1)) == 0 && t0 + i < L) saves |= 1ull << i;
-    }
-
     /* States go S at a time: S independent chains for the scheduler to interleave.
      * The B and C rows of the next group load while this group computes (two buffers
      * used in turn), so their latency hides behind the exponentials. */
@@ -136,6 +116,38 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ end
       }
     };
+@ local even = (variant.B_var and "B_even, B_odd" or "0") .. ", " .. (variant.C_var and "C_even, C_odd" or "0")
+@ local odd = (variant.B_var and "B_odd, B_even" or "0") .. ", " .. (variant.C_var and "C_odd, C_even" or "0")
+    prefetch(0, $(odd));
+    if (c == 0) { /* the block's h0 and A, published once */
+      for (int n = lane; n < $(N); n += $(T)) {
+        carry[0][slot][n] = p.h0 ? p.h0[state_row + n] : 0.f;
+        A_smem[slot][n] = A_row[n] * SF_LOG2E;
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < $(I); i++) {
+@ local v = variant.delta_bias and "dt[i] + bias" or "dt[i]"
+@ if variant.softplus then
+      const float step = softplus($(v));
+@ else
+      const float step = $(v);
+@ end
+      dt[i] = i < valid ? step : 0.f; /* padding steps are the identity: a = 1, x = 0 */
+      dtu[i] = dt[i] * u[i];
+      y[i] = 0.f;
+    }
+
+    /* The steps of my run after which a state is saved for the backward pass: t with
+     * (t + 1) % interval == 0 (several when the interval is shorter than my run). */
+    unsigned long long saves = 0;
+    if (p.saved_states && active) {
+#pragma unroll
+      for (int i = 0; i < $(I); i++)
+        if (((t0 + i + 1) & (p.state_interval - 1)) == 0 && t0 + i < L) saves |= 1ull << i;
+    }
+
     auto state_group = [&](int n0, $(buffer_params)) {
       if (n0 + $(S) < $(N)) prefetch(n0 + $(S), $(variant.B_var and "B_now, B_next" or "0"), $(variant.C_var and "C_now, C_next" or "0"));
       float a[$(S)][$(I)], x[$(S)][$(I)];
@@ -223,9 +235,6 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
         }
       }
     };
-@ local even = (variant.B_var and "B_even, B_odd" or "0") .. ", " .. (variant.C_var and "C_even, C_odd" or "0")
-@ local odd = (variant.B_var and "B_odd, B_even" or "0") .. ", " .. (variant.C_var and "C_odd, C_even" or "0")
-    prefetch(0, $(odd));
 #pragma unroll 1
     for (int n0 = 0; n0 < $(N); n0 += $(2 * S)) {
       state_group(n0, $(even));
@@ -233,10 +242,6 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
     }
     __syncthreads(); /* publishes the next chunk's carry */
 
-@ if variant.z then
-    float zv[$(I)];
-    load_run(z_row + t0, valid, 0.f, zv);
-@ end
 #pragma unroll
     for (int i = 0; i < $(I); i++) {
 @ if variant.D then

@@ -135,7 +135,11 @@ $(shared_layout.body_declarations(shared_arrays, "fwd_shared_t", dynamic, { task
   const int L = p.seqlen;
   const int d_block = blockIdx.x * $(CH); /* the block's first channel: its group is the block's */
 @ if variant.B_var or variant.C_var then
-  const int g = min(d_block, p.dim - 1) / (p.dim / p.groups);
+  /* my group. In the words kernels one group (the usual call) skips the two integer
+   * divisions, a chain of about 60 dependent instructions that the first copies of B and C
+   * wait for; in the plain kernels that moved ptxas's register allocation and cost large
+   * rows up to 2%, so they keep the division (docs/design-first-fetch.md) */
+  const int g = WORDS && p.groups == 1 ? 0 : min(d_block, p.dim - 1) / (p.dim / p.groups);
 @ end
 @ for _, m in ipairs({ "B", "C" }) do
 @   if variant[m .. "_var"] then
@@ -143,8 +147,10 @@ $(shared_layout.body_declarations(shared_arrays, "fwd_shared_t", dynamic, { task
 @   end
 @ end
 
-  /* This thread's share of the 16-byte copies that fill a stage. */
+  /* This thread's share of the 16-byte copies that fill a stage; the words kernels issue
+   * their first block's copies as they build it (stage_tasks.tpl). */
 @ stage.shared_tasks = dynamic and "shared.task_src" or nil
+@ stage.first_fetch = { t0 = "(CARRY || p.carry_decay != 0 ? (int)blockIdx.z * p.segment : 0)", all = "!CARRY", kernels = "WORDS" }
 @ include("stage_tasks.tpl")
 
   elem_t *out_row = (elem_t *)p.out + b * p.out_batch_stride + d * p.out_dim_stride;
@@ -190,7 +196,7 @@ $(shared_layout.body_declarations(shared_arrays, "fwd_shared_t", dynamic, { task
     for (int s = 0; s < $(S); s++) h[s] = p.carry_state[(state_row / $(N) * p.nsegments + blockIdx.z) * $(N) + lane + s * $(LN)];
   }
   const int nblocks = (t_end - t_begin + $(TB - 1)) / $(TB);
-  fetch(t_begin, 0, !CARRY);
+  if (!first_fetched) fetch(t_begin, 0, !CARRY);
   copies_commit();
   for (int k = 0; k < nblocks; k++) {
     const int t0 = t_begin + k * $(TB);

@@ -11,7 +11,12 @@
 @ -- The table is built once: the same rows and columns serve every time block, and only
 @ -- t0 moves. With `stage.fast_fetch` (a C condition: the kernels that take it), a block
 @ -- wholly inside the sequence whose copies are all aligned skips the per-copy checks
-@ -- (docs/design-fast-fetch.md).
+@ -- (docs/design-fast-fetch.md). With `stage.first_fetch` = { t0 = C expression, all = C
+@ -- condition, kernels = C condition }, the kernels it names issue the copies of the first
+@ -- block (into stages[0]) as the table is built, each as soon as its source is known: the
+@ -- block's first memory round trip overlaps the rest of the build. `first_fetched` says
+@ -- whether the kernel did; if not, it calls `fetch(t0, 0, all)` after the table as before
+@ -- (docs/design-first-fetch.md).
 @ local common = import("scan_common")
 @ local EPC = stage.copy_bytes // common.element_size(variant.dtype)
 @ local CHUNKS = stage.items // EPC
@@ -32,6 +37,9 @@
   int task_meta[$(PER_THREAD)];
 @ if stage.fast_fetch then
   bool all_aligned = true; /* every copy of mine starts on a $(stage.copy_bytes)-byte boundary */
+@ end
+@ if stage.first_fetch then
+  constexpr bool first_fetched = $(stage.first_fetch.kernels); /* the first block's copies issued below */
 @ end
 #pragma unroll
   for (int k = 0; k < $(PER_THREAD); k++) {
@@ -55,6 +63,13 @@
                                    : -1;
 @ if stage.fast_fetch then
     if (task < $(TASKS)) all_aligned = all_aligned && (task_meta[k] & 1);
+@ end
+@ if stage.first_fetch then
+    if (first_fetched && task < $(TASKS) && ($(stage.first_fetch.all) || row < $(early_rows))) {
+      const int first_t0 = $(stage.first_fetch.t0);
+      copy_chunk<WORDS>(reinterpret_cast<elem_t *>(&stages[0]) + dst_row + c * $(EPC), base + c * $(EPC) + first_t0,
+                        L - first_t0 - c * $(EPC), ((unsigned long long)base & $(stage.copy_bytes - 1)) == 0);
+    }
 @ end
   }
   auto fetch = [&](int t0, int which, bool all) {

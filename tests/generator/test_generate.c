@@ -145,6 +145,38 @@ Test(generate, forward_fast_fetch_in_its_plain_kernels_only) {
   }
 }
 
+/* The forward's first fetch (docs/design-first-fetch.md): the split=state forward's words
+ * kernels issue the first block's copies as the copy table is built and skip the group's
+ * divisions for one group; its plain kernels fetch after the table as before, and the
+ * backward has neither. The split=time forward issues a chunk's loads before the block's
+ * h0 and A are read and published. */
+Test(generate, forward_first_fetch_in_its_words_kernels_only) {
+  struct { const char *spec; bool first; } cases[] = {
+      {"op=fwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=16,channels=32,states=1", true},
+      {"op=fwd,split=state,dstate=8,dtype=fp32,threads=4,items=16,channels=16,states=1,words=1", true},
+      {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=8,channels=16,states=1", false},
+      {"op=bwd,split=state,dstate=8,dtype=fp32,threads=4,items=8,channels=8,states=1,words=1", false}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *source = generate(cases[i].spec);
+    const bool first = strstr(source, "constexpr bool first_fetched = WORDS;") != NULL;
+    cr_expect_eq(first, cases[i].first, "%s: first fetch %s", cases[i].spec, first ? "present" : "absent");
+    if (first) {
+      cr_expect(strstr(source, "if (!first_fetched) fetch(t_begin, 0, !CARRY);") != NULL, "%s", cases[i].spec);
+      cr_expect(strstr(source, "const int g = WORDS && p.groups == 1 ? 0 :") != NULL, "%s", cases[i].spec);
+    }
+    free(source);
+  }
+  char *time_split = generate("op=fwd,split=time,dstate=4,dtype=fp32,z=1,threads=16,items=4,channels=2,states=4");
+  const char *z_load = strstr(time_split, "load_run(z_row + t0, valid, 0.f, zv);");
+  const char *first_bc = strstr(time_split, "prefetch(0, B_odd, B_even, C_odd, C_even);");
+  const char *h0_and_A = strstr(time_split, "A_smem[slot][n] = A_row[n] * SF_LOG2E;");
+  const char *first_use = strstr(time_split, "dt[i] = i < valid ? step : 0.f;");
+  cr_assert(z_load && first_bc && h0_and_A && first_use, "the split=time forward's chunk loads are not where expected");
+  cr_expect(z_load < first_bc && first_bc < h0_and_A && h0_and_A < first_use,
+            "split=time: the chunk's loads come before h0 and A are read, and those before any is used");
+  free(time_split);
+}
+
 /* The backward's lanes' parts (docs/design-parts-layout.md): where the equal strides of
  * vector_row_strides leave a phase with two words in one bank, the layout found phase by
  * phase replaces them (groups of slots at offsets: part_base; or wider strides: a larger
