@@ -126,23 +126,37 @@ Test(generate, backward_packs_16_bit_terms_from_n32) {
   }
 }
 
-/* The fast fetch (docs/design-fast-fetch.md): the split=state forward's plain
- * kernels issue a whole aligned block's copies without copy_chunk's checks; its words,
- * inner-saves and carry kernels, and every backward, keep the checked path alone. */
-Test(generate, forward_fast_fetch_in_its_plain_kernels_only) {
-  struct { const char *spec; bool fast; } cases[] = {
-      {"op=fwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=16,channels=32,states=1", true},
-      {"op=fwd,split=state,dstate=8,dtype=fp32,threads=4,items=16,channels=16,states=1,words=1", true},
-      {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=8,channels=16,states=1", false},
-      {"op=bwd,split=state,dstate=8,dtype=fp32,threads=4,items=8,channels=8,states=1,words=1", false}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char *source = generate(cases[i].spec);
-    const bool fast = strstr(source, "copy_async(to + (meta >> 9)") != NULL;
-    cr_expect_eq(fast, cases[i].fast, "%s: fast fetch %s", cases[i].spec, fast ? "present" : "absent");
-    if (fast) /* compiled out where WORDS, INNER_SAVES or CARRY */
-      cr_expect(strstr(source, "if ((!WORDS && !INNER_SAVES && !CARRY) && all_aligned && t0 + ") != NULL, "%s", cases[i].spec);
+/* One split=state variant of each kind: the forward's plain and words kernels, then the
+ * backward's. */
+static const char *const split_state_kinds[] = {
+    "op=fwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=16,channels=32,states=1",
+    "op=fwd,split=state,dstate=8,dtype=fp32,threads=4,items=16,channels=16,states=1,words=1",
+    "op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=8,channels=16,states=1",
+    "op=bwd,split=state,dstate=8,dtype=fp32,threads=4,items=8,channels=8,states=1,words=1"};
+
+/* Every marker (NULL-terminated) in the generated source of the two forwards of
+ * split_state_kinds, and the first of them in neither backward's. */
+static void expect_in_forwards_only(const char *what, const char *const *markers) {
+  for (size_t i = 0; i < sizeof split_state_kinds / sizeof split_state_kinds[0]; i++) {
+    char *source = generate(split_state_kinds[i]);
+    const bool forward = strncmp(split_state_kinds[i], "op=fwd", 6) == 0;
+    if (forward)
+      for (const char *const *m = markers; *m; m++)
+        cr_expect(strstr(source, *m) != NULL, "%s: %s: no '%s'", split_state_kinds[i], what, *m);
+    else
+      cr_expect(strstr(source, markers[0]) == NULL, "%s: %s present", split_state_kinds[i], what);
     free(source);
   }
+}
+
+/* The fast fetch (docs/design-fast-fetch.md): the split=state forward's plain
+ * kernels issue a whole aligned block's copies without copy_chunk's checks; its words,
+ * inner-saves and carry kernels (compiled out by the condition), and every backward, keep
+ * the checked path alone. */
+Test(generate, forward_fast_fetch_in_its_plain_kernels_only) {
+  const char *const markers[] = {"copy_async(to + (meta >> 9)",
+                                 "if ((!WORDS && !INNER_SAVES && !CARRY) && all_aligned && t0 + ", NULL};
+  expect_in_forwards_only("fast fetch", markers);
 }
 
 /* The forward's first fetch (docs/design-first-fetch.md): the split=state forward's words
@@ -151,21 +165,9 @@ Test(generate, forward_fast_fetch_in_its_plain_kernels_only) {
  * backward has neither. The split=time forward issues a chunk's loads before the block's
  * h0 and A are read and published. */
 Test(generate, forward_first_fetch_in_its_words_kernels_only) {
-  struct { const char *spec; bool first; } cases[] = {
-      {"op=fwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=16,channels=32,states=1", true},
-      {"op=fwd,split=state,dstate=8,dtype=fp32,threads=4,items=16,channels=16,states=1,words=1", true},
-      {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=8,channels=16,states=1", false},
-      {"op=bwd,split=state,dstate=8,dtype=fp32,threads=4,items=8,channels=8,states=1,words=1", false}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char *source = generate(cases[i].spec);
-    const bool first = strstr(source, "constexpr bool first_fetched = WORDS;") != NULL;
-    cr_expect_eq(first, cases[i].first, "%s: first fetch %s", cases[i].spec, first ? "present" : "absent");
-    if (first) {
-      cr_expect(strstr(source, "if (!first_fetched) fetch(t_begin, 0, !CARRY);") != NULL, "%s", cases[i].spec);
-      cr_expect(strstr(source, "const int g = WORDS && p.groups == 1 ? 0 :") != NULL, "%s", cases[i].spec);
-    }
-    free(source);
-  }
+  const char *const markers[] = {"constexpr bool first_fetched = WORDS;", "if (!first_fetched) fetch(t_begin, 0, !CARRY);",
+                                 "const int g = WORDS && p.groups == 1 ? 0 :", NULL};
+  expect_in_forwards_only("first fetch", markers);
   char *time_split = generate("op=fwd,split=time,dstate=4,dtype=fp32,z=1,threads=16,items=4,channels=2,states=4");
   const char *z_load = strstr(time_split, "load_run(z_row + t0, valid, 0.f, zv);");
   const char *first_bc = strstr(time_split, "prefetch(0, B_odd, B_even, C_odd, C_even);");
