@@ -264,10 +264,12 @@ void sf_heuristic_large_shared_fwd(sf_variant *v, int64_t batch, int64_t dim, in
   const int N = v->dstate;
   const int64_t per_group = groups > 0 ? dim / groups : dim;
   const int channels = N > 0 ? 1024 / N : 0;
-  /* From 512 channels; at N = 256 from 256: there split=time holds 256 states a thread
-   * ((1,256,2048,256,z) bf16: 706 us on the H200 against 126-136 us for 32 lanes of 16
-   * steps on both GPUs, docs/perf.md v26). Fewer channels are not measured. */
-  const int64_t min_rows = N == 256 ? 256 : 512;
+  /* From 64 channels: below, split=time holds N states a thread and runs several times
+   * slower ((1,256,2048,256,z) bf16: 706 us on the H200 against 126-136 us for 32 lanes of
+   * 16 steps on both GPUs, docs/perf.md v26; H200, bf16, docs/perf.md v30:
+   * (1,64,2048,256,z) 670 -> 52 us, (1,256,2048,64,z) 119 -> 40 us, (1,256,2048,32,z)
+   * 65 -> 26 us). Fewer than 64 channels are not measured. */
+  const int64_t min_rows = 64;
   if (v->op != SF_OP_FWD || shared_optin < SF_LARGE_SHARED_MIN || seqlen < 1024 || batch * dim < min_rows ||
       (N != 32 && N != 64 && N != 128 && N != 256) || per_group % channels != 0)
     return;
