@@ -78,10 +78,6 @@ static sf_status device_attribute(const sf_cu *cu, CUdevice device, CUdevice_att
   return sf_cu_check(cu->DeviceGetAttribute(value, attribute, device), "cuDeviceGetAttribute");
 }
 
-/* The dynamic shared memory every launch of the module's kernels passes, 0 when the module
- * defines no SF_DYNAMIC_SHARED_SYMBOL (runtime/cuda/dynamic_shared.h). The figure is the
- * symbol's size, so reading it copies nothing: a load never waits on a stream, nor breaks
- * a stream capture. */
 /* Whether a cubin or PTX image may hold `symbol`: its name is in the image (a cubin's string
  * table, PTX's declaration). A fatbin may be compressed, so it may always. */
 static bool image_may_hold(const void *image, size_t size, const char *symbol) {
@@ -95,9 +91,11 @@ static bool image_may_hold(const void *image, size_t size, const char *symbol) {
   return false;
 }
 
-/* The module's dynamic shared memory (its sf_dynamic_shared_16 global's size), 0 when it
- * declares none. The driver is asked only when the image names the global: a failed
- * cuModuleGetGlobal is an API error that compute-sanitizer reports in the caller's program. */
+/* The dynamic shared memory every launch of the module's kernels passes, 0 when the module
+ * defines no SF_DYNAMIC_SHARED_SYMBOL (runtime/cuda/dynamic_shared.h). The figure is the
+ * symbol's size, so reading it copies nothing: a load never waits on a stream, nor breaks
+ * a stream capture. The driver is asked only when the image names the symbol: a failed
+ * cuModuleGetGlobal is an API error, which compute-sanitizer reports in the caller's program. */
 static sf_status read_dynamic_shared(const sf_cu *cu, const sf_module_request *rq, CUmodule module, int *bytes) {
   CUdeviceptr at;
   size_t size;
