@@ -11,6 +11,8 @@ import shlex
 import subprocess
 import sys
 
+from script_checks import missing_file_named, report
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 FULL_SPECS = os.path.join(ROOT, "bench", "sweeps", "full_specs.sh")
 
@@ -46,13 +48,9 @@ def main(cli):
             if gen.returncode != 0:
                 failures.append(f"{os.path.basename(path)}: `scanforge gen {shlex.quote(spec)}` failed: "
                                 f"{gen.stderr.strip()[:300]}")
-    missing = subprocess.run([FULL_SPECS, "/nonexistent/sweep.txt", "op=bwd", "fp32"], capture_output=True, text=True)
-    if missing.returncode != 2 or "/nonexistent/sweep.txt" not in missing.stderr:
-        failures.append(f"full_specs.sh on a missing file: exit {missing.returncode}, '{missing.stderr.strip()}'")
-    for failure in failures:
-        print("FAIL:", failure)
-    print(f"{len(sweeps)} sweep files checked, {len(failures)} failures")
-    return 1 if failures else 0
+    missing_file_named([FULL_SPECS, "/nonexistent/sweep.txt", "op=bwd", "fp32"], "/nonexistent/sweep.txt",
+                       "full_specs.sh on a missing file", failures)
+    return report(failures, f"{len(sweeps)} sweep files checked, {len(failures)} failures")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tempfile
 
+from script_checks import missing_file_named, report
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SCRIPT = os.path.join(ROOT, "bench", "warm_for_rows.sh")
 ROWS = os.path.join(ROOT, "bench", "rows_tiny.txt")
@@ -41,14 +43,9 @@ def main(cli, fake):
         _, count2 = entry_count(cli, cache)
         if second.returncode != 0 or count2 != count:
             failures.append(f"second run: exit {second.returncode}, {count2} entries (first: {count})")
-        missing = subprocess.run(["bash", SCRIPT, cache, "/nonexistent/rows.txt"], env=env,
-                                 capture_output=True, text=True)
-        if missing.returncode != 2 or "/nonexistent/rows.txt" not in missing.stderr:
-            failures.append(f"a missing rows file: exit {missing.returncode}, '{missing.stderr.strip()}'")
-    for failure in failures:
-        print("FAIL:", failure)
-    print(f"warm_for_rows.sh: {len(failures)} failures")
-    return 1 if failures else 0
+        missing_file_named(["bash", SCRIPT, cache, "/nonexistent/rows.txt"], "/nonexistent/rows.txt",
+                           "a missing rows file", failures, env)
+    return report(failures, f"warm_for_rows.sh: {len(failures)} failures")
 
 
 if __name__ == "__main__":
