@@ -37,12 +37,17 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * docs/bench/tune_report_h100_v10.txt: (64,160,196,8) bf16 33.9 us against 46.4 with
      * 4 lanes of 16 steps, (64,320,49,8) bf16 20.6 against 22.0). */
     const bool narrow16 = !tiny && N == 8 && v->dtype != SF_FP32;
+    /* N = 4 over 1024 steps or more: blocks of 32 steps and 8 channels (H200, docs/perf.md
+     * v31: (8,1536,2048,4,z) bf16 126 us against 182 for 16 steps and 16 channels, whose
+     * blocks were few enough to take segments; fp32 165 against 183) */
+    const bool long4 = !tiny && N == 4 && seqlen >= 1024;
     const int lanes = tiny ? (N == 16 ? 16 : 8) : narrow16 ? 8 : 4;
-    const int channels = power_of_two_dividing(per_group, tiny ? 8 : N == 16 ? 32 : narrow16 && seqlen < 128 ? 32 : 16);
+    const int channels =
+        power_of_two_dividing(per_group, tiny ? 8 : N == 16 ? 32 : narrow16 && seqlen < 128 ? 32 : long4 ? 8 : 16);
     if ((tiny || rows >= 4096) && lanes * channels >= 32) {
       v->split_states = true;
       v->threads = lanes;
-      v->items = (tiny && N == 16) || (narrow16 && seqlen >= 128) ? 32 : 16;
+      v->items = (tiny && N == 16) || (narrow16 && seqlen >= 128) || long4 ? 32 : 16;
       v->channels = channels;
       if (narrow16 && seqlen >= 128) v->min_blocks = 4;
       return;
@@ -66,6 +71,15 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       v->threads = 4, v->items = 16, v->channels = N == 16 ? power_of_two_dividing(per_group, 32) : 16;
       return;
     }
+  }
+  /* N = 2 with many channels over 1024 steps or more: 2 lanes of one state, blocks of 32
+   * steps, 16 channels (H200, docs/perf.md v31: (8,1536,2048,2,z) bf16 121 us against 246
+   * with lanes over time; at L = 49 lanes over time stay: (64,512,49,2) fp32 18 us against
+   * 29-48). */
+  if (N == 2 && rows >= 4096 && seqlen >= 1024 && per_group % 16 == 0) {
+    v->split_states = true;
+    v->threads = 2, v->items = 32, v->channels = 16;
+    return;
   }
   /* Larger states with enough channels (docs/perf.md, forward v8): lanes still split
    * the states, 16 of them (8 at N = 32), each owning N / 16 states interleaved; blocks
@@ -137,18 +151,32 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
    * 1556 us with 8 lanes of 2 states); at N = 8, 4 lanes of 2 states and 8 channels
    * (MambaVision-T stage 3: 79 us); at L = 49 the time split stays. */
   if (v->dstate % 4 == 0 && v->dstate <= 16 && batch * dim >= 4096 && seqlen >= 128) {
-    const int lanes = v->dstate >= 16 ? v->dstate / 8 : v->dstate / 2, channels = 32 / lanes;
+    /* At N = 4 one state a lane, 8 channels (H200, docs/perf.md v31: (8,1536,2048,4,z) bf16
+     * 517 us against 667 with 2 lanes of 2 states and 16 channels, fp32 604 against 803,
+     * (64,256,196,4) bf16 72.5 against 75.6; with block states 425, 474 and 57 against 624,
+     * 722 and 60). */
+    const int lanes = v->dstate >= 16 ? v->dstate / 8 : v->dstate == 4 ? 4 : v->dstate / 2, channels = 32 / lanes;
     if ((lanes & (lanes - 1)) == 0 && per_group % channels == 0) { /* lanes: a power of two */
       v->split_states = true;
       v->threads = lanes;
-      /* 16-bit types at N = 8: blocks of 4 steps (both GPUs' tuning: (64,160,196,8) bf16
-       * 93-98 us against 109-111 with 8) */
-      v->items = v->dstate == 8 && v->dtype != SF_FP32 ? 4 : 8;
+      /* 16-bit types at N = 8 under 1024 steps: blocks of 4 steps (both GPUs' tuning:
+       * (64,160,196,8) bf16 93-98 us against 109-111 with 8); over 1024 steps or more 8
+       * (H200, docs/perf.md v31: (8,1536,2048,8,z) bf16 592 us against 998 with 4; 498 against
+       * 853 with block states) */
+      v->items = v->dstate == 8 && v->dtype != SF_FP32 && seqlen < 1024 ? 4 : 8;
       v->channels = channels;
       v->states = 1; /* states interleaved per pass: fewer registers */
       v->min_blocks = v->dstate >= 16 ? 8 : 0;
       return;
     }
+  }
+  /* N = 2 with many channels over 1024 steps or more: 2 lanes of one state, blocks of 16
+   * steps, 16 channels (H200, docs/perf.md v31: (8,1536,2048,2,z) bf16 446 us against 706
+   * with lanes over time, 355 against 706 with block states). */
+  if (v->dstate == 2 && batch * dim >= 4096 && seqlen >= 1024 && per_group % 16 == 0) {
+    v->split_states = true;
+    v->threads = 2, v->items = 16, v->channels = 16, v->states = 1;
+    return;
   }
   /* Short sequences at N = 8 with many channels (MambaVision's L = 49): lanes over the
    * states as well, 4 lanes, blocks of 4 steps, 32 channels (both GPUs' tuning:
@@ -263,19 +291,22 @@ void sf_heuristic_large_shared_fwd(sf_variant *v, int64_t batch, int64_t dim, in
                                    int shared_optin) {
   const int N = v->dstate;
   const int64_t per_group = groups > 0 ? dim / groups : dim;
-  const int channels = N > 0 ? 1024 / N : 0;
-  /* From 64 channels: below, split=time holds N states a thread and runs several times
-   * slower ((1,256,2048,256,z) bf16: 706 us on the H200 against 126-136 us for 32 lanes of
-   * 16 steps on both GPUs, docs/perf.md v26; H200, bf16, docs/perf.md v30:
-   * (1,64,2048,256,z) 670 -> 52 us, (1,256,2048,64,z) 119 -> 40 us, (1,256,2048,32,z)
-   * 65 -> 26 us). Fewer than 64 channels are not measured. */
-  const int64_t min_rows = 64;
-  if (v->op != SF_OP_FWD || shared_optin < SF_LARGE_SHARED_MIN || seqlen < 1024 || batch * dim < min_rows ||
-      (N != 32 && N != 64 && N != 128 && N != 256) || per_group % channels != 0)
+  /* However few the channels: split=time holds N states a thread and runs several times
+   * slower, where this launch has segments of the sequence scanned in parallel when its
+   * blocks are too few ((1,256,2048,256,z) bf16: 706 us on the H200 against 126-136 us for
+   * 32 lanes of 16 steps on both GPUs, docs/perf.md v26; H200, docs/perf.md v30-v31:
+   * (1,64,2048,256,z) bf16 670 -> 52 us, (1,256,2048,64,z) 119 -> 40 us, (1,32,4096,64,z)
+   * 232 -> 20 us, (2,16,8192,256,z) 2801 -> 83 us, (1,48,8192,32) fp32 165 -> 28 us). */
+  if (v->op != SF_OP_FWD || shared_optin < SF_LARGE_SHARED_MIN || seqlen < 1024 ||
+      (N != 32 && N != 64 && N != 128 && N != 256))
     return;
   /* 4 states a lane up to 32 lanes (8 at N = 256), 128 (state, step) pairs a lane: long
-   * blocks, few enough of them that the sequence needs no segments (docs/perf.md v22). */
+   * blocks, few enough of them that the sequence needs no segments (docs/perf.md v22);
+   * 1024 / N channels a block, or the most that divide a group (48 channels at N = 32: 16). */
   const int lanes = N / 4 < 32 ? N / 4 : 32;
+  const int channels = power_of_two_dividing(per_group, 1024 / N);
+  if (lanes * channels < 32) return; /* whole warps */
+  (void)batch;
   v->split_states = true;
   v->threads = lanes;
   v->items = 128 / (N / lanes);

@@ -174,15 +174,16 @@ Test(tuning_heuristics, large_states_take_dynamic_shared_memory_where_the_gpu_al
  * to 256 over 1024 steps or more take 8 lanes, 32 steps and 32 channels (N = 32), 16 lanes,
  * 32 steps and 16 channels (N = 64),
  * 32 lanes, 32 steps and 8 channels (N = 128) or 32 lanes, 16 steps and 4 channels
- * (N = 256), from 64 channels, capped at 2 blocks an SM, in every dtype, gated or not,
- * one group or two, and the template takes each (16-bit N = 256 had no split=state launch
- * before); with 163 KB, at N = 16, over 512 steps, below 64 channels, for a backward, or
- * when the channels do not divide a group, the heuristics' choice stands. */
+ * (N = 256), however few the channels (16 to 512 here), capped at 2 blocks an SM, in every
+ * dtype, gated or not, one group or two, and the template takes each (16-bit N = 256 had
+ * no split=state launch before); where those channels do not divide a group, the most that
+ * do; with 163 KB, at N = 16, over 512 steps, for a backward, or when a block would not
+ * fill a warp, the heuristics' choice stands. */
 Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_the_gpu_allows) {
   static const struct { int dstate; int64_t batch, dim; int lanes, items, channels; } cases[] = {
       {32, 4, 1024, 8, 32, 32}, {64, 4, 1024, 16, 32, 16}, {128, 2, 512, 32, 32, 8}, {256, 1, 512, 32, 16, 4},
       {256, 1, 256, 32, 16, 4},  {32, 1, 256, 8, 32, 32},   {64, 1, 256, 16, 32, 16}, {128, 1, 64, 32, 32, 8},
-      {256, 1, 64, 32, 16, 4}};
+      {256, 1, 64, 32, 16, 4},   {64, 1, 32, 16, 32, 16},  {128, 1, 16, 32, 32, 8},  {256, 2, 16, 32, 16, 4}};
   int generated = 0;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
     for (int kind = 0; kind < CALL_KINDS; kind++) {
@@ -190,9 +191,18 @@ Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_th
       generated += expect_launch_generated(&v, cases[k].lanes, cases[k].items, cases[k].channels, 2);
     }
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]) * CALL_KINDS);
+  /* 48 channels at N = 32 (one group): 16 a block; 12 a group at N = 128: 4 */
+  sf_variant few = sf_variant_default();
+  few.dstate = 32, few.dtype = SF_FP32;
+  sf_heuristic_choose(&few, 1, 48, 1, 8192, 227 << 10);
+  expect_launch_generated(&few, 8, 32, 16, 2);
+  few = sf_variant_default();
+  few.dstate = 128;
+  sf_heuristic_choose(&few, 32, 24, 2, 2048, 227 << 10);
+  expect_launch_generated(&few, 32, 32, 4, 2);
   static const struct { int dstate; int64_t batch, dim, seqlen; int groups; sf_op op; } untouched[] = {
-      {16, 8, 1536, 2048, 1, SF_OP_FWD},  {128, 2, 512, 512, 1, SF_OP_FWD}, {128, 1, 32, 2048, 1, SF_OP_FWD},
-      {128, 2, 512, 2048, 1, SF_OP_BWD}, {128, 32, 24, 2048, 2, SF_OP_FWD}, {256, 1, 32, 2048, 1, SF_OP_FWD}};
+      {16, 8, 1536, 2048, 1, SF_OP_FWD}, {128, 2, 512, 512, 1, SF_OP_FWD}, {128, 2, 512, 2048, 1, SF_OP_BWD},
+      {32, 1, 3, 2048, 1, SF_OP_FWD},    {32, 2, 6, 2048, 2, SF_OP_FWD}};
   for (size_t k = 0; k < sizeof untouched / sizeof untouched[0]; k++) {
     sf_variant v = sf_variant_default();
     v.op = untouched[k].op, v.dstate = untouched[k].dstate;
@@ -204,5 +214,36 @@ Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_th
     sf_heuristic_large_shared_fwd(&after, untouched[k].batch, untouched[k].dim, untouched[k].groups,
                                   untouched[k].seqlen, 227 << 10);
     cr_expect(sf_variant_same(&after, &v), "case %zu: unchanged", k);
+  }
+}
+
+/* Small states at language-model sizes (docs/perf.md v31): over 1024 steps or more, the
+ * forward takes 4 lanes of one state, 32 steps and 8 channels at N = 4 and 2 lanes, 32 steps
+ * and 16 channels at N = 2; the backward 4 lanes of one state and 8 channels at N = 4 (from
+ * 128 steps), blocks of 8 steps at N = 8 in 16-bit types (4 under 1024 steps), and 2 lanes,
+ * 16 steps and 16 channels at N = 2; N = 1, and N = 2 at L = 49, keep lanes over time. */
+Test(tuning_heuristics, small_states_take_lanes_over_states_at_training_sizes) {
+  static const struct { sf_op op; int dstate; sf_dtype dtype; int64_t batch, dim, seqlen; int threads, items, channels; } cases[] = {
+      {SF_OP_FWD, 4, SF_BF16, 8, 1536, 2048, 4, 32, 8},   {SF_OP_FWD, 4, SF_FP32, 8, 1536, 2048, 4, 32, 8},
+      {SF_OP_FWD, 4, SF_BF16, 64, 256, 196, 4, 16, 16},   {SF_OP_FWD, 2, SF_BF16, 8, 1536, 2048, 2, 32, 16},
+      {SF_OP_BWD, 4, SF_BF16, 8, 1536, 2048, 4, 8, 8},    {SF_OP_BWD, 4, SF_FP32, 8, 1536, 2048, 4, 8, 8},
+      {SF_OP_BWD, 4, SF_BF16, 64, 256, 196, 4, 8, 8},     {SF_OP_BWD, 8, SF_BF16, 8, 1536, 2048, 4, 8, 8},
+      {SF_OP_BWD, 8, SF_BF16, 64, 160, 196, 4, 4, 8},     {SF_OP_BWD, 2, SF_BF16, 8, 1536, 2048, 2, 16, 16}};
+  int generated = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sf_variant v = sf_variant_default();
+    v.op = cases[k].op, v.dstate = cases[k].dstate, v.dtype = cases[k].dtype, v.has_z = true;
+    sf_heuristic_choose(&v, cases[k].batch, cases[k].dim, 1, cases[k].seqlen, 227 << 10);
+    generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels, 0);
+  }
+  cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
+  static const struct { sf_op op; int dstate; int64_t batch, dim, seqlen; } by_time[] = {
+      {SF_OP_FWD, 1, 8, 1536, 2048}, {SF_OP_BWD, 1, 8, 1536, 2048}, {SF_OP_FWD, 2, 64, 512, 49},
+      {SF_OP_BWD, 2, 64, 512, 49}};
+  for (size_t k = 0; k < sizeof by_time / sizeof by_time[0]; k++) {
+    sf_variant v = sf_variant_default();
+    v.op = by_time[k].op, v.dstate = by_time[k].dstate;
+    sf_heuristic_choose(&v, by_time[k].batch, by_time[k].dim, 1, by_time[k].seqlen, 227 << 10);
+    cr_expect_not(v.split_states, "case %zu: lanes over time", k);
   }
 }
