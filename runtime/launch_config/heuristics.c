@@ -124,6 +124,11 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
   } else if (seqlen <= 256) {
     v->threads = 32, v->items = 8, v->channels = 4;
     if (N >= 64) v->threads = 64, v->items = 4, v->channels = 2, v->states = 2;
+  } else if (N == 1 && seqlen > 512 && rows >= 1024) {
+    /* one state over more than 512 steps: 64 threads of 8 steps, 4 channels, 64 registers
+     * and 32 warps an SM (H200, docs/perf.md v31: (8,1536,2048,1,z) bf16 119.5 us against
+     * 135.6 with 32 threads of 16 steps, (1,1536,2048,1) fp32 24.2 against 34.5 with 128) */
+    v->threads = 64, v->items = 8, v->channels = 4;
   } else if (seqlen <= 512 || rows >= 2048) {
     v->threads = 32, v->items = 16, v->channels = 4;
     /* 256 states: 128 threads over time a channel, 8 steps each, 4 blocks an SM
@@ -252,10 +257,15 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     threads *= 2;
     items = interval / threads;
   }
-  (void)batch;
   v->threads = threads;
   v->items = items;
   v->channels = channels;
+  /* One state over 512-step intervals: the 64/8/4 kernel takes 195 registers, one block of
+   * 256 threads an SM; capped at 3 blocks it spills 228 bytes and runs faster (H200,
+   * docs/perf.md v31: (8,1536,2048,1,z) bf16 317 us against 513, (1,1536,2048,1) fp32 64
+   * against 71). */
+  if (N == 1 && interval == 512 && batch * dim >= 1024 && threads == 64 && items == 8)
+    v->states = 1, v->min_blocks = 3;
 }
 
 /* The H100's tuning on the launches dynamic shared memory opened (docs/perf.md v20), at the

@@ -237,13 +237,23 @@ Test(tuning_heuristics, small_states_take_lanes_over_states_at_training_sizes) {
     generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels, 0);
   }
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
-  static const struct { sf_op op; int dstate; int64_t batch, dim, seqlen; } by_time[] = {
-      {SF_OP_FWD, 1, 8, 1536, 2048}, {SF_OP_BWD, 1, 8, 1536, 2048}, {SF_OP_FWD, 2, 64, 512, 49},
-      {SF_OP_BWD, 2, 64, 512, 49}};
+  /* lanes over time: at N = 1 over 512 steps 64 threads of 8 steps and 4 channels, the
+   * backward capped at 3 blocks an SM */
+  static const struct { sf_op op; int dstate; int64_t batch, dim, seqlen; int threads, items, channels, min_blocks; } by_time[] = {
+      {SF_OP_FWD, 1, 8, 1536, 2048, 64, 8, 4, 0}, {SF_OP_FWD, 1, 1, 1536, 2048, 64, 8, 4, 0},
+      {SF_OP_BWD, 1, 8, 1536, 2048, 64, 8, 4, 3}, {SF_OP_BWD, 1, 1, 1536, 2048, 64, 8, 4, 3},
+      {SF_OP_FWD, 2, 64, 512, 49, 8, 8, 16, 0},   {SF_OP_BWD, 2, 64, 512, 49, 16, 4, 8, 0}};
   for (size_t k = 0; k < sizeof by_time / sizeof by_time[0]; k++) {
     sf_variant v = sf_variant_default();
     v.op = by_time[k].op, v.dstate = by_time[k].dstate;
     sf_heuristic_choose(&v, by_time[k].batch, by_time[k].dim, 1, by_time[k].seqlen, 227 << 10);
-    cr_expect_not(v.split_states, "case %zu: lanes over time", k);
+    cr_expect(!v.split_states && v.threads == by_time[k].threads && v.items == by_time[k].items &&
+                  v.channels == by_time[k].channels && v.min_blocks == by_time[k].min_blocks,
+              "case %zu: got %s %d/%d/%d +b%d", k, v.split_states ? "state" : "time", v.threads, v.items, v.channels,
+              v.min_blocks);
+    char *source = NULL;
+    size_t length = 0;
+    cr_expect_eq(sf_generate(&v, &source, &length), SF_OK, "case %zu: %s", k, sf_last_error());
+    free(source);
   }
 }
