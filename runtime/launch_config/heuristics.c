@@ -39,8 +39,9 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
     const bool narrow16 = !tiny && N == 8 && v->dtype != SF_FP32;
     /* N = 4 over 1024 steps or more: blocks of 32 steps and 8 channels (H200, docs/perf.md
      * v31: (8,1536,2048,4,z) bf16 126 us against 182 for 16 steps and 16 channels, whose
-     * blocks were few enough to take segments; fp32 165 against 183) */
-    const bool long4 = !tiny && N == 4 && seqlen >= 1024;
+     * blocks were few enough to take segments; fp32 165 against 183; with block states,
+     * saving a state every 8 steps for the backward, 156 against 198) */
+    const bool long4 = N == 4 && seqlen >= 1024;
     const int lanes = tiny ? (N == 16 ? 16 : 8) : narrow16 ? 8 : 4;
     const int channels =
         power_of_two_dividing(per_group, tiny ? 8 : N == 16 ? 32 : narrow16 && seqlen < 128 ? 32 : long4 ? 8 : 16);
@@ -177,7 +178,8 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   }
   /* N = 2 with many channels over 1024 steps or more: 2 lanes of one state, blocks of 32
    * steps, 16 channels (H200, docs/perf.md v31: (8,1536,2048,2,z) bf16 454 us against 706
-   * with lanes over time, 356-358 against 706 with block states; blocks of 16 steps were
+   * with lanes over time, 356-358 with block states, where lanes over time took 706 too;
+   * blocks of 16 steps were
    * 1-2% faster alone, but with block states the forward then saves a state mid-block and
    * took 156 us against 124). */
   if (v->dstate == 2 && batch * dim >= 4096 && seqlen >= 1024 && per_group % 16 == 0) {
@@ -262,12 +264,11 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
   v->threads = threads;
   v->items = items;
   v->channels = channels;
-  /* One state over 512-step intervals: the 64/8/4 kernel takes 195 registers, one block of
-   * 256 threads an SM; capped at 3 blocks it spills 228 bytes and runs faster (H200,
-   * docs/perf.md v31: (8,1536,2048,1,z) bf16 317 us against 513, (1,1536,2048,1) fp32 64
-   * against 71). */
-  if (N == 1 && interval == 512 && batch * dim >= 1024 && threads == 64 && items == 8)
-    v->states = 1, v->min_blocks = 3;
+  /* One state over more than 512 steps (intervals of 512, so 64 threads of 8 steps): the
+   * 64/8/4 kernel takes 195 registers, one block of 256 threads an SM; capped at 3 blocks it
+   * spills 228 bytes and runs faster (H200, docs/perf.md v31: (8,1536,2048,1,z) bf16 317 us
+   * against 513, (1,1536,2048,1) fp32 64 against 71). */
+  if (N == 1 && seqlen > 512 && batch * dim >= 1024) v->min_blocks = 3;
 }
 
 /* The H100's tuning on the launches dynamic shared memory opened (docs/perf.md v20), at the

@@ -35,10 +35,12 @@ void sf_heuristic_large_shared_bwd(sf_variant *v, int64_t batch, int64_t dim, in
                                    int shared_optin);
 
 /* The same for the forward (a variant sf_heuristic_configure set up): at N = 32 to 256
- * over 1024 steps or more, with 512 channels or more, lanes of 4 states (N / 4 lanes up
+ * over 1024 steps or more, however few the channels, lanes of 4 states (N / 4 lanes up
  * to 32) or 8 (32 lanes at N = 256), blocks of 32 steps (16 at N = 256) and 1024 / N
- * channels, registers capped for 2 blocks an SM: few enough blocks that the sequence needs
- * no segments. */
+ * channels (or the most, a power of two, that divide a group), registers capped for 2
+ * blocks an SM: with many channels few enough blocks that the sequence needs no segments,
+ * with few the runtime's segments supply them. Nothing changes where a block would not
+ * fill a warp. */
 void sf_heuristic_large_shared_fwd(sf_variant *v, int64_t batch, int64_t dim, int groups, int64_t seqlen,
                                    int shared_optin);
 

@@ -174,11 +174,11 @@ Test(tuning_heuristics, large_states_take_dynamic_shared_memory_where_the_gpu_al
  * to 256 over 1024 steps or more take 8 lanes, 32 steps and 32 channels (N = 32), 16 lanes,
  * 32 steps and 16 channels (N = 64),
  * 32 lanes, 32 steps and 8 channels (N = 128) or 32 lanes, 16 steps and 4 channels
- * (N = 256), however few the channels (16 to 512 here), capped at 2 blocks an SM, in every
+ * (N = 256), however few the channels (16 to 1024 here), capped at 2 blocks an SM, in every
  * dtype, gated or not, one group or two, and the template takes each (16-bit N = 256 had
  * no split=state launch before); where those channels do not divide a group, the most that
- * do; with 163 KB, at N = 16, over 512 steps, for a backward, or when a block would not
- * fill a warp, the heuristics' choice stands. */
+ * do; with 163 KB, at N = 16, at 512 steps, for a backward, or when a block would not fill
+ * a warp, the heuristics' choice stands. */
 Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_the_gpu_allows) {
   static const struct { int dstate; int64_t batch, dim; int lanes, items, channels; } cases[] = {
       {32, 4, 1024, 8, 32, 32}, {64, 4, 1024, 16, 32, 16}, {128, 2, 512, 32, 32, 8}, {256, 1, 512, 32, 16, 4},
@@ -191,7 +191,8 @@ Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_th
       generated += expect_launch_generated(&v, cases[k].lanes, cases[k].items, cases[k].channels, 2);
     }
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]) * CALL_KINDS);
-  /* 48 channels at N = 32 (one group): 16 a block; 12 a group at N = 128: 4 */
+  /* 48 channels at N = 32 (one group): 16 a block; 12 a group at N = 128: 4; 6 at N = 128: 2;
+   * 3 at N = 256: 1 */
   sf_variant few = sf_variant_default();
   few.dstate = 32, few.dtype = SF_FP32;
   sf_heuristic_choose(&few, 1, 48, 1, 8192, 227 << 10);
@@ -200,6 +201,14 @@ Test(tuning_heuristics, large_forward_states_take_dynamic_shared_memory_where_th
   few.dstate = 128;
   sf_heuristic_choose(&few, 32, 24, 2, 2048, 227 << 10);
   expect_launch_generated(&few, 32, 32, 4, 2);
+  few = sf_variant_default();
+  few.dstate = 128;
+  sf_heuristic_choose(&few, 1, 6, 1, 4096, 227 << 10);
+  expect_launch_generated(&few, 32, 32, 2, 2);
+  few = sf_variant_default();
+  few.dstate = 256, few.dtype = SF_BF16, few.has_z = true;
+  sf_heuristic_choose(&few, 1, 3, 1, 4096, 227 << 10);
+  expect_launch_generated(&few, 32, 16, 1, 2);
   static const struct { int dstate; int64_t batch, dim, seqlen; int groups; sf_op op; } untouched[] = {
       {16, 8, 1536, 2048, 1, SF_OP_FWD}, {128, 2, 512, 512, 1, SF_OP_FWD}, {128, 2, 512, 2048, 1, SF_OP_BWD},
       {32, 1, 3, 2048, 1, SF_OP_FWD},    {32, 2, 6, 2048, 2, SF_OP_FWD}};
