@@ -20,6 +20,15 @@ static const shape shapes[] = {
 static const int dstates[] = {1, 2, 4, 5, 8, 16, 32, 64, 128, 256};
 static const sf_dtype dtypes[] = {SF_FP32, SF_FP16, SF_BF16};
 
+/* The template's verdict on v: its source generated, then freed. */
+static sf_status generate(const sf_variant *v) {
+  char *source = NULL;
+  size_t length = 0;
+  const sf_status st = sf_generate(v, &source, &length);
+  free(source);
+  return st;
+}
+
 Test(tuning_heuristics, every_choice_is_generated_and_launchable, .timeout = 600) {
   int checked = 0;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -50,11 +59,7 @@ Test(tuning_heuristics, every_choice_is_generated_and_launchable, .timeout = 600
           else if (v.op == SF_OP_BWD)
             cr_expect_eq((int64_t)v.threads * v.items, sf_scan_state_interval(sh->seqlen),
                          "%s on %s: threads x items must be the state interval", where, row);
-          char *source = NULL;
-          size_t length = 0;
-          const sf_status st = sf_generate(&v, &source, &length);
-          cr_expect_eq(st, SF_OK, "%s on %s: the template refuses: %s", where, row, sf_last_error());
-          free(source);
+          cr_expect_eq(generate(&v), SF_OK, "%s on %s: the template refuses: %s", where, row, sf_last_error());
           checked++;
         }
   cr_expect_eq(checked, 2 * 3 * 10 * (int)(sizeof shapes / sizeof shapes[0]));
@@ -72,10 +77,7 @@ Test(tuning_heuristics, spread_twin_doubles_the_lanes_within_its_limits) {
   cr_expect_eq(twin.channels, 16);
   cr_expect_eq(twin.items, 8);
   cr_expect_eq(twin.min_blocks, 6);
-  char *source = NULL;
-  size_t length = 0;
-  cr_expect_eq(sf_generate(&twin, &source, &length), SF_OK, "%s", sf_last_error());
-  free(source);
+  cr_expect_eq(generate(&twin), SF_OK, "%s", sf_last_error());
   cr_expect_not(sf_bwd_spread_twin(&twin, 6, &v), "4 -> 8 lanes is past SF_BWD_SPREAD_MAX_LANES");
   cr_expect_not(sf_bwd_spread_twin(&v, 0, &twin), "no blocks an SM");
   sf_variant small = v;
@@ -112,12 +114,9 @@ static int expect_launch_generated(const sf_variant *v, int threads, int items, 
                 v->min_blocks == min_blocks && v->states == 1,
             "N = %d: got %s %d/%d/%d +b%d", v->dstate, v->split_states ? "state" : "time", v->threads, v->items,
             v->channels, v->min_blocks);
-  char *source = NULL;
-  size_t length = 0;
-  cr_expect_eq(sf_generate(v, &source, &length), SF_OK, "N = %d: %s", v->dstate, sf_last_error());
-  const int generated = source != NULL;
-  free(source);
-  return generated;
+  const sf_status st = generate(v);
+  cr_expect_eq(st, SF_OK, "N = %d: %s", v->dstate, sf_last_error());
+  return st == SF_OK;
 }
 
 /* The kinds of call the large-shared tests cover: every dtype, gated or not, one group or two. */
@@ -260,9 +259,6 @@ Test(tuning_heuristics, small_states_take_lanes_over_states_at_training_sizes) {
                   v.channels == by_time[k].channels && v.min_blocks == by_time[k].min_blocks,
               "case %zu: got %s %d/%d/%d +b%d", k, v.split_states ? "state" : "time", v.threads, v.items, v.channels,
               v.min_blocks);
-    char *source = NULL;
-    size_t length = 0;
-    cr_expect_eq(sf_generate(&v, &source, &length), SF_OK, "case %zu: %s", k, sf_last_error());
-    free(source);
+    cr_expect_eq(generate(&v), SF_OK, "case %zu: %s", k, sf_last_error());
   }
 }
