@@ -173,6 +173,13 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
       v->channels = channels;
       v->states = 1; /* states interleaved per pass: fewer registers */
       v->min_blocks = v->dstate >= 16 ? 8 : 0;
+      /* At N = 16 with fewer than 8192 channels (batch 4 and under at Mamba's widths): 4
+       * lanes of 4 states, 16 channels, uncapped, whose blocks are few enough to take
+       * segments (H200, docs/perf.md v32: (4,1536,2048,16,z) fp32 619 us against 715 for 2
+       * lanes capped at 8 blocks, bf16 522 against 540; with block states 504 against 629
+       * and 438 against 480). */
+      if (v->dstate == 16 && batch * dim < 8192 && per_group % 16 == 0)
+        v->threads = 4, v->channels = 16, v->min_blocks = 0;
       return;
     }
   }
@@ -212,6 +219,12 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     v->items = 8;
     v->channels = v->dstate < 8 ? 32 / v->dstate : 8;
     v->states = 1;
+    /* N = 8, and N = 4 in 16-bit types, with a thousand channels or more: 4 lanes, blocks
+     * of 16 steps (H200, docs/perf.md v32: (4,768,2048,8,z) bf16 202 us against 264 with 8
+     * lanes of 8 steps, (1,1536,2048,8) fp32 129 against 144, (2,1536,2048,4,z) bf16 168
+     * against 177 with 8 steps; (2,768,2048,4,z) fp32 124 against 121, so fp32 keeps 8) */
+    if ((v->dstate == 8 || (v->dstate == 4 && v->dtype != SF_FP32)) && batch * dim >= 1024)
+      v->threads = 4, v->items = 16, v->channels = 8;
     /* At N = 16 with a thousand channels or more, or 16k steps or more: 4 lanes of 4
      * states and 16 channels (both GPUs' tuning: (1,1536,16384,16,z) 1294-1463 us against
      * 1465-1620, (1,64,65536,16) 260-296 us against 294-393; with fewer channels over

@@ -262,3 +262,23 @@ Test(tuning_heuristics, small_states_take_lanes_over_states_at_training_sizes) {
     cr_expect_eq(generate(&v), SF_OK, "case %zu: %s", k, sf_last_error());
   }
 }
+
+/* Batches of a few language-model rows (docs/perf.md v32): at N = 16 with fewer than 8192
+ * channels the backward takes 4 lanes, 16 channels, uncapped (8192 and more keep 2 lanes
+ * capped at 8 blocks an SM); with fewer than 4096 channels, a thousand or more, N = 8 and
+ * 16-bit N = 4 take 4 lanes and blocks of 16 steps, fp32 N = 4 and fewer channels keep
+ * blocks of 8. */
+Test(tuning_heuristics, small_batches_take_four_lanes_in_the_backward) {
+  static const struct { int dstate; sf_dtype dtype; int64_t batch, dim; int threads, items, channels, min_blocks; } cases[] = {
+      {16, SF_BF16, 4, 1536, 4, 8, 16, 0}, {16, SF_FP32, 4, 1536, 4, 8, 16, 0}, {16, SF_BF16, 8, 1536, 2, 8, 16, 8},
+      {8, SF_BF16, 4, 768, 4, 16, 8, 0},   {8, SF_FP32, 1, 1536, 4, 16, 8, 0},  {4, SF_BF16, 2, 1536, 4, 16, 8, 0},
+      {4, SF_FP32, 2, 768, 4, 8, 8, 0},    {8, SF_BF16, 1, 512, 8, 8, 8, 0}};
+  int generated = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sf_variant v = sf_variant_default();
+    v.op = SF_OP_BWD, v.dstate = cases[k].dstate, v.dtype = cases[k].dtype, v.has_z = true;
+    sf_heuristic_choose(&v, cases[k].batch, cases[k].dim, 1, 2048, 227 << 10);
+    generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels, cases[k].min_blocks);
+  }
+  cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
+}
