@@ -502,7 +502,7 @@ Test(tuning_lookup, shipped_h200_fp32_n128_block_states_entry) {
 }
 
 /* The H200's gated N = 16 backward over (4,1536,2048), rows bucket 13 (4097 to 8192
- * channels), both types and modes: 4 lanes x 8 steps x 16 channels uncapped instead of the
+ * channels), both types and modes, and its bf16 forward: 4 lanes x 8 steps x 16 channels uncapped instead of the
  * (8,1536) entry's 2 x 8 x 16 capped at 8, which reached it (docs/perf.md v32: 3-19% faster
  * by default and 8-22% with block states on nine rows it reaches). (8,1536) keeps its own
  * entry, and (2,1536) in bf16 the (1,1536) entry met before it at the same distance. */
@@ -516,7 +516,13 @@ Test(tuning_lookup, shipped_h200_n16_small_batch_entries) {
       {"NVIDIA H200", SF_OP_BWD, 16, SF_BF16, true, 8, 1024, 2048, true, 4, 8, 16, 0},
       {"NVIDIA H200", SF_OP_BWD, 16, SF_BF16, true, 8, 1536, 2048, false, 2, 8, 16, 8},
       {"NVIDIA H200", SF_OP_BWD, 16, SF_FP32, true, 8, 1536, 2048, true, 2, 8, 16, 8},
-      {"NVIDIA H200", SF_OP_BWD, 16, SF_BF16, true, 2, 1536, 2048, false, 4, 8, 16, 2}};
-  cr_expect_eq(expect_shipped_launches(launches, sizeof launches / sizeof launches[0]), 9,
+      {"NVIDIA H200", SF_OP_BWD, 16, SF_BF16, true, 2, 1536, 2048, false, 4, 8, 16, 2},
+      /* the bf16 forward there: 4 lanes x 32 steps x 16 channels uncapped, one wave without
+       * segments (143 us against 180 for the (8,1536) entry's launch with them) */
+      {"NVIDIA H200", SF_OP_FWD, 16, SF_BF16, true, 4, 1536, 2048, false, 4, 32, 16, 0},
+      {"NVIDIA H200", SF_OP_FWD, 16, SF_BF16, true, 8, 1024, 2048, false, 4, 32, 16, 0},
+      {"NVIDIA H200", SF_OP_FWD, 16, SF_BF16, true, 8, 1536, 2048, false, 4, 16, 32, 2},
+      {"NVIDIA H200", SF_OP_FWD, 16, SF_BF16, true, 2, 1536, 2048, false, 4, 16, 32, 8}};
+  cr_expect_eq(expect_shipped_launches(launches, sizeof launches / sizeof launches[0]), 13,
                "the shipped files hold an H200 section");
 }
