@@ -132,7 +132,12 @@
 @ include("step_io.tpl")
 @ include("carry_combine.tpl")
 @ -- the copies that fill a stage (stage_copy.tpl, stage_tasks.tpl): B, u and delta first
-@ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = EPC * size, rows = {} }
+@ -- Small states (N <= 4) take the fast fetch (stage_tasks.tpl) in the plain kernels: their passes
+@ -- over a block are short, and the checked copies were a sixth of what the N = 2 kernel runs
+@ -- (docs/perf.md v32). Larger states keep the checked path, which their registers were tuned on
+@ -- (docs/design-fast-fetch.md).
+@ stage = { items = TB, padded = TBP, block = BLOCK, copy_bytes = EPC * size, rows = {},
+@           fast_fetch = N <= 4 and "!WORDS && !CARRY" or nil }
 @ local function channel_row(name, ptr, stride)
 @   return { name = name, count = CH, early = (name == "u" or name == "delta"),
 @            base = string.format("(const elem_t *)%s + b * %s_batch_stride + min(d_block + i, f.dim - 1) * %s_dim_stride", ptr, stride, stride) }

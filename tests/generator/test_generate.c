@@ -159,6 +159,25 @@ Test(generate, forward_fast_fetch_in_its_plain_kernels_only) {
   expect_in_forwards_only("fast fetch", markers);
 }
 
+/* The backward's fast fetch (docs/design-fast-fetch.md): split=state backwards at d_state 4
+ * and under take it in their plain kernels (a words module carries the condition too, where
+ * WORDS folds it away, as CARRY does in the carry kernel); from d_state 8 on every backward
+ * keeps the checked path alone, as split_state_kinds' backwards above. */
+Test(generate, backward_fast_fetch_at_small_states_only) {
+  struct { const char *spec; bool fast; } cases[] = {
+      {"op=bwd,split=state,dstate=2,dtype=bf16,z=1,threads=2,items=32,channels=16,states=1", true},
+      {"op=bwd,split=state,dstate=4,dtype=fp32,threads=4,items=8,channels=8,states=1", true},
+      {"op=bwd,split=state,dstate=4,dtype=bf16,threads=4,items=16,channels=8,states=1,words=1", true},
+      {"op=bwd,split=state,dstate=8,dtype=bf16,z=1,threads=4,items=8,channels=8,states=1", false},
+      {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=2,items=8,channels=16,states=1", false}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *source = generate(cases[i].spec);
+    const bool fast = strstr(source, "if ((!WORDS && !CARRY) && all_aligned && t0 + ") != NULL;
+    cr_expect_eq(fast, cases[i].fast, "%s: fast fetch %s", cases[i].spec, fast ? "present" : "absent");
+    free(source);
+  }
+}
+
 /* The forward's first fetch (docs/design-first-fetch.md): the split=state forward's words
  * kernels issue the first block's copies as the copy table is built and skip the group's
  * divisions for one group; its plain kernels fetch after the table as before, and the
