@@ -184,10 +184,10 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     }
   }
   /* N = 2 with many channels over 1024 steps or more: 2 lanes of one state, blocks of 32
-   * steps, 16 channels (H200, docs/perf.md v31: (8,1536,2048,2,z) bf16 454 us against 706
-   * with lanes over time, 356-358 with block states, where lanes over time took 706 too;
-   * blocks of 16 steps were 1-2% faster alone, but with block states the forward then saves
-   * a state mid-block and took 156 us against 124). */
+   * steps, 16 channels (H200, docs/perf.md v31-v32: (8,1536,2048,2,z) bf16 364 us with the
+   * fast fetch, 282 with block states, against 706 for lanes over time and 440 and 348 for
+   * blocks of 16 steps; with block states, blocks of 16 steps also make the forward save a
+   * state mid-block: 156 us against 124). */
   if (v->dstate == 2 && batch * dim >= 4096 && seqlen >= 1024 && per_group % 16 == 0) {
     v->split_states = true;
     v->threads = 2, v->items = 32, v->channels = 16, v->states = 1;
