@@ -111,19 +111,30 @@ Test(generate, forward_shared_memory_above_48k_is_dynamic) {
 
 /* 16-bit backwards from N = 32 on store their dB and dC terms as bf16 pairs
  * (docs/design-packed-terms.md); fp32 backwards and smaller N keep fp32 terms. */
+/* A spec and whether its generated source should hold a marker. */
+typedef struct {
+  const char *spec;
+  bool present;
+} marker_case;
+
+/* For each case, whether `marker` is in the generated source is as the case says. */
+static void expect_marker(const marker_case *cases, size_t count, const char *marker, const char *what) {
+  for (size_t i = 0; i < count; i++) {
+    char *source = generate(cases[i].spec);
+    const bool found = strstr(source, marker) != NULL;
+    cr_expect_eq(found, cases[i].present, "%s: %s %s", cases[i].spec, what, found ? "present" : "absent");
+    free(source);
+  }
+}
+
 Test(generate, backward_packs_16_bit_terms_from_n32) {
-  struct { const char *spec; bool packed; } cases[] = {
+  static const marker_case cases[] = {
       {"op=bwd,split=state,dstate=32,dtype=bf16,z=1,threads=8,items=8,channels=8,states=1", true},
       {"op=bwd,split=state,dstate=128,dtype=fp16,threads=16,items=8,channels=8,states=1", true},
       {"op=bwd,split=state,dstate=64,dtype=bf16,threads=8,items=4,channels=16,states=1,pairs=1", true},
       {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=4,items=8,channels=16,states=1", false},
       {"op=bwd,split=state,dstate=64,dtype=fp32,threads=8,items=8,channels=16,states=1", false}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char *source = generate(cases[i].spec);
-    const bool packed = strstr(source, "pack_terms(") != NULL;
-    cr_expect_eq(packed, cases[i].packed, "%s: packed terms %s", cases[i].spec, packed ? "present" : "absent");
-    free(source);
-  }
+  expect_marker(cases, sizeof cases / sizeof cases[0], "pack_terms(", "packed terms");
 }
 
 /* One split=state variant of each kind: the forward's plain and words kernels, then the
@@ -164,18 +175,13 @@ Test(generate, forward_fast_fetch_in_its_plain_kernels_only) {
  * WORDS folds it away, as CARRY does in the carry kernel); from d_state 8 on every backward
  * keeps the checked path alone, as split_state_kinds' backwards above. */
 Test(generate, backward_fast_fetch_at_small_states_only) {
-  struct { const char *spec; bool fast; } cases[] = {
+  static const marker_case cases[] = {
       {"op=bwd,split=state,dstate=2,dtype=bf16,z=1,threads=2,items=32,channels=16,states=1", true},
       {"op=bwd,split=state,dstate=4,dtype=fp32,threads=4,items=8,channels=8,states=1", true},
       {"op=bwd,split=state,dstate=4,dtype=bf16,threads=4,items=16,channels=8,states=1,words=1", true},
       {"op=bwd,split=state,dstate=8,dtype=bf16,z=1,threads=4,items=8,channels=8,states=1", false},
       {"op=bwd,split=state,dstate=16,dtype=bf16,z=1,threads=2,items=8,channels=16,states=1", false}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char *source = generate(cases[i].spec);
-    const bool fast = strstr(source, "if ((!WORDS && !CARRY) && all_aligned && t0 + ") != NULL;
-    cr_expect_eq(fast, cases[i].fast, "%s: fast fetch %s", cases[i].spec, fast ? "present" : "absent");
-    free(source);
-  }
+  expect_marker(cases, sizeof cases / sizeof cases[0], "if ((!WORDS && !CARRY) && all_aligned && t0 + ", "fast fetch");
 }
 
 /* The forward's first fetch (docs/design-first-fetch.md): the split=state forward's words
