@@ -160,8 +160,14 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     /* At N = 4 one state a lane, 8 channels (H200, docs/perf.md v31: (8,1536,2048,4,z) bf16
      * 517 us against 667 with 2 lanes of 2 states and 16 channels, fp32 604 against 803,
      * (64,256,196,4) bf16 72.5 against 75.6; with block states 425, 474 and 57 against 624,
-     * 722 and 60). */
-    const int lanes = v->dstate >= 16 ? v->dstate / 8 : v->dstate == 4 ? 4 : v->dstate / 2, channels = 32 / lanes;
+     * 722 and 60). At N = 16 with fewer than 8192 channels (batch 4 and under at Mamba's
+     * widths) 4 lanes of 4 states and 16 channels, uncapped, whose blocks are few enough to
+     * take segments (H200, docs/perf.md v32: (4,1536,2048,16,z) fp32 619 us against 715 for
+     * 2 lanes capped at 8 blocks, bf16 522 against 540; with block states 504 against 629
+     * and 438 against 480). */
+    const bool small_batch16 = v->dstate == 16 && batch * dim < 8192;
+    const int lanes = small_batch16 ? 4 : v->dstate >= 16 ? v->dstate / 8 : v->dstate == 4 ? 4 : v->dstate / 2;
+    const int channels = small_batch16 ? 16 : 32 / lanes;
     if ((lanes & (lanes - 1)) == 0 && per_group % channels == 0) { /* lanes: a power of two */
       v->split_states = true;
       v->threads = lanes;
@@ -172,14 +178,7 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
       v->items = v->dstate == 8 && v->dtype != SF_FP32 && seqlen < 1024 ? 4 : 8;
       v->channels = channels;
       v->states = 1; /* states interleaved per pass: fewer registers */
-      v->min_blocks = v->dstate >= 16 ? 8 : 0;
-      /* At N = 16 with fewer than 8192 channels (batch 4 and under at Mamba's widths): 4
-       * lanes of 4 states, 16 channels, uncapped, whose blocks are few enough to take
-       * segments (H200, docs/perf.md v32: (4,1536,2048,16,z) fp32 619 us against 715 for 2
-       * lanes capped at 8 blocks, bf16 522 against 540; with block states 504 against 629
-       * and 438 against 480). */
-      if (v->dstate == 16 && batch * dim < 8192 && per_group % 16 == 0)
-        v->threads = 4, v->channels = 16, v->min_blocks = 0;
+      v->min_blocks = v->dstate >= 16 && !small_batch16 ? 8 : 0;
       return;
     }
   }

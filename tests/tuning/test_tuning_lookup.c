@@ -502,10 +502,11 @@ Test(tuning_lookup, shipped_h200_fp32_n128_block_states_entry) {
 }
 
 /* The H200's gated N = 16 backward over (4,1536,2048), rows bucket 13 (4097 to 8192
- * channels), both types and modes, and its bf16 forward: 4 lanes x 8 steps x 16 channels uncapped instead of the
+ * channels), both types and modes: 4 lanes x 8 steps x 16 channels uncapped instead of the
  * (8,1536) entry's 2 x 8 x 16 capped at 8, which reached it (docs/perf.md v32: 3-19% faster
- * by default and 8-22% with block states on nine rows it reaches). (8,1536) keeps its own
- * entry, and (2,1536) in bf16 the (1,1536) entry met before it at the same distance. */
+ * by default and 8-22% with block states on nine rows it reaches); and its bf16 forward.
+ * (8,1536) keeps its own entries, and (2,1536) in bf16 the (1,1536) ones, met before them
+ * at the same distance. */
 Test(tuning_lookup, shipped_h200_n16_small_batch_entries) {
   static const shipped_launch launches[] = {
       {"NVIDIA H200", SF_OP_BWD, 16, SF_BF16, true, 4, 1536, 2048, false, 4, 8, 16, 0},
