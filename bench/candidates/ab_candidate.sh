@@ -12,6 +12,7 @@
 # usage: bench/candidates/ab_candidate.sh bench/candidates/NAME.patch [ROWS]
 #   ROWS: default NAME.rows beside the patch where there is one, else bench/rows_ab.txt;
 #   output in $OUT/NAME (so that one call can measure several candidates in turn)
+#   AB_NCU=0 skips step 3 (a candidate that touches none of the 130M rows' kernels)
 set -u
 patch_file=$1
 checks=${patch_file%.patch}.checks
@@ -46,12 +47,13 @@ for mode in default bs; do
 done
 m=gpu__time_duration.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
 m=$m,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
+[ "${AB_NCU:-1}" = 0 ] && targets=() || targets=("sf_scan_bwd$ bf16 bwd --backward-only" \
+  "sf_scan_bwd_block_states bf16 bwd --backward-only --block-states" "sf_scan_fwd$ fp32 fwd --forward-only")
 echo 8,1536,2048,16,z,bf16 > "$out/ncu_bf16.txt"
 echo 8,1536,2048,16,z,fp32 > "$out/ncu_fp32.txt"
 # both sets at the built-in plan's launch (a candidate's template hash differs, so the
 # tuning files' entries would not reach it: it would run the heuristics' launch)
-for target in "sf_scan_bwd$ bf16 bwd --backward-only" "sf_scan_bwd_block_states bf16 bwd --backward-only --block-states" \
-              "sf_scan_fwd$ fp32 fwd --forward-only"; do
+for target in "${targets[@]}"; do
   read -r kernel type pass args <<< "$target"
   # shellcheck disable=SC2086 # args holds several arguments
   scanforge bench --rows "$out/ncu_$type.txt" --reps 1 --warmup 1 $args --json "$out/plan.json" > /dev/null 2>&1
