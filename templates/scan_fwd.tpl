@@ -89,36 +89,28 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
     float u[$(I)], dt[$(I)], dtu[$(I)], y[$(I)];
     load_run(u_row + t0, valid, 0.f, u);
     load_run(delta_row + t0, valid, 0.f, dt);
-@ if variant.z then
+@ -- One group of several states (the tiny launches): every load of the chunk goes out before
+@ -- h0 and A are read (docs/design-first-fetch.md). Otherwise z loads after the state loop
+@ -- and each group's B and C as it starts, so that none holds registers through the scan
+@ -- of another (docs/design-time-split-registers.md).
+@ local early = S == N and N > 1
+@ local function group_loads(indent, first)
+@   local out = {}
+@   for _, m in ipairs({ "B", "C" }) do
+@     if variant[m .. "_var"] then
+@       table.insert(out, string.format("%sfloat %s_now[%d][%d];\n#pragma unroll\n%sfor (int k = 0; k < %d; k++) load_run(%s_rows + (%s + k) * p.%s_state_stride + t0, valid, 0.f, %s_now[k]);",
+@                                       indent, m, S, I, indent, S, m, first, m, m))
+@     end
+@   end
+@   return table.concat(out, "\n")
+@ end
+@ if early then
+@   if variant.z then
     float zv[$(I)];
     load_run(z_row + t0, valid, 0.f, zv);
+@   end
+$(group_loads("    ", "0"))
 @ end
-    /* States go S at a time: S independent chains for the scheduler to interleave.
-     * The B and C rows of the next group load while this group computes (two buffers
-     * used in turn), so their latency hides behind the exponentials. */
-@ local Bbuf = variant.B_var and ("float (&B_now)[" .. S .. "][" .. I .. "], float (&B_next)[" .. S .. "][" .. I .. "]") or nil
-@ local Cbuf = variant.C_var and ("float (&C_now)[" .. S .. "][" .. I .. "], float (&C_next)[" .. S .. "][" .. I .. "]") or nil
-@ local buffer_params = table.concat({ Bbuf or "int", Cbuf or "int" }, ", ")
-@ if variant.B_var then
-    float B_even[$(S)][$(I)], B_odd[$(S)][$(I)];
-@ end
-@ if variant.C_var then
-    float C_even[$(S)][$(I)], C_odd[$(S)][$(I)];
-@ end
-    auto prefetch = [&](int n0, $(buffer_params)) {
-#pragma unroll
-      for (int k = 0; k < $(S); k++) {
-@ if variant.B_var then
-        load_run(B_rows + (n0 + k) * p.B_state_stride + t0, valid, 0.f, B_next[k]);
-@ end
-@ if variant.C_var then
-        load_run(C_rows + (n0 + k) * p.C_state_stride + t0, valid, 0.f, C_next[k]);
-@ end
-      }
-    };
-@ local even = (variant.B_var and "B_even, B_odd" or "0") .. ", " .. (variant.C_var and "C_even, C_odd" or "0")
-@ local odd = (variant.B_var and "B_odd, B_even" or "0") .. ", " .. (variant.C_var and "C_odd, C_even" or "0")
-    prefetch(0, $(odd));
     if (c == 0) { /* the block's h0 and A, published once */
       for (int n = lane; n < $(N); n += $(T)) {
         carry[0][slot][n] = p.h0 ? p.h0[state_row + n] : 0.f;
@@ -136,7 +128,11 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ end
       dt[i] = i < valid ? step : 0.f; /* padding steps are the identity: a = 1, x = 0 */
       dtu[i] = dt[i] * u[i];
+@ if variant.D then
+      y[i] = D_d * u[i]; /* the skip term first: u is not needed after this loop */
+@ else
       y[i] = 0.f;
+@ end
     }
 
     /* The steps of my run after which a state is saved for the backward pass: t with
@@ -148,9 +144,16 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
         if (((t0 + i + 1) & (p.state_interval - 1)) == 0 && t0 + i < L) saves |= 1ull << i;
     }
 
-    auto state_group = [&](int n0, $(buffer_params)) {
-      if (n0 + $(S) < $(N)) prefetch(n0 + $(S), $(variant.B_var and "B_now, B_next" or "0"), $(variant.C_var and "C_now, C_next" or "0"));
-      float a[$(S)][$(I)], x[$(S)][$(I)];
+    /* States go S at a time: S independent chains for the scheduler to interleave. A
+     * group's B and C rows load as it starts (C is first used after the runs are scanned),
+     * and nothing of one group is kept for the next: registers, not prefetches, decide
+     * how many warps hide the loads (docs/design-time-split-registers.md). */
+    auto state_group = [&](int n0) {
+@ if not early then
+$(group_loads("      ", "n0"))
+@ end
+      /* a is kept for the second walk over the run; x = dt u B is one multiply, made again */
+      float a[$(S)][$(I)];
       float run_a[$(S)], run_x[$(S)];
 #pragma unroll
       for (int k = 0; k < $(S); k++) {
@@ -163,8 +166,7 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 #pragma unroll
         for (int i = 0; i < $(I); i++) {
           a[k][i] = exp2f(dt[i] * A2);
-          x[k][i] = dtu[i] * $(variant.B_var and "B_now[k][i]" or "Bn");
-          run_x[k] = a[k][i] * run_x[k] + x[k][i];
+          run_x[k] = a[k][i] * run_x[k] + dtu[i] * $(variant.B_var and "B_now[k][i]" or "Bn");
           run_a[k] = a[k][i] * run_a[k];
         }
       }
@@ -215,19 +217,20 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
         const float total_a = run_a[k], total_x = run_x[k]; /* meaningful in the last lane */
 @ end
 @ local Ck = variant.C_var and "C_now[k][i]" or "C_fixed[n0 + k]"
+@ local Xk = "dtu[i] * " .. (variant.B_var and "B_now[k][i]" or "B_fixed[n0 + k]")
         const float h_in = carry[parity][slot][n0 + k];
         if (lane == $(T - 1)) carry[parity ^ 1][slot][n0 + k] = total_a * h_in + total_x;
         float h = before_a * h_in + before_x;
         if (saves == 0) {
 #pragma unroll
           for (int i = 0; i < $(I); i++) {
-            h = a[k][i] * h + x[k][i];
+            h = a[k][i] * h + $(Xk);
             y[i] += $(Ck) * h;
           }
         } else {
 #pragma unroll
           for (int i = 0; i < $(I); i++) {
-            h = a[k][i] * h + x[k][i];
+            h = a[k][i] * h + $(Xk);
             y[i] += $(Ck) * h;
             if ((saves >> i) & 1ull)
               p.saved_states[(state_row / $(N) * p.nsaved + (t0 + i) / p.state_interval) * $(N) + n0 + k] = h;
@@ -236,21 +239,17 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
       }
     };
 #pragma unroll 1
-    for (int n0 = 0; n0 < $(N); n0 += $(2 * S)) {
-      state_group(n0, $(even));
-      if (n0 + $(S) < $(N)) state_group(n0 + $(S), $(odd));
-    }
+    for (int n0 = 0; n0 < $(N); n0 += $(S)) state_group(n0);
     __syncthreads(); /* publishes the next chunk's carry */
 
-#pragma unroll
-    for (int i = 0; i < $(I); i++) {
-@ if variant.D then
-      y[i] += D_d * u[i];
-@ end
 @ if variant.z then
-      y[i] *= __fdividef(zv[i], 1.f + __expf(-zv[i])); /* silu(z) */
+@   if not early then
+    float zv[$(I)]; /* loaded only now: it would hold I registers through the scan */
+    load_run(z_row + t0, valid, 0.f, zv);
+@   end
+#pragma unroll
+    for (int i = 0; i < $(I); i++) y[i] *= __fdividef(zv[i], 1.f + __expf(-zv[i])); /* silu(z) */
 @ end
-    }
     if (active) store_run(out_row + t0, valid, y);
   }
 

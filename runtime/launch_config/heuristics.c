@@ -42,6 +42,15 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * blocks were few enough to take segments; fp32 165 against 183; with block states,
      * saving a state every 8 steps for the backward, 156 against 198) */
     const bool long4 = N == 4 && seqlen >= 1024;
+    /* fp32 N = 4 over a thousand to 4095 channels and 513 to 4096 steps: lanes over time, 64
+     * threads of 8 steps, 2 channels, 8 blocks an SM, instead of segments (H200, docs/perf.md
+     * v33: 19-26% faster, (2,768,2048,4,z) 37.1 us against 47.8). At 8192 steps segments stay
+     * ((1,1024,8192,4) 96.6 against 111.0), and so do 16-bit types, whose segments move half
+     * the bytes ((1,1024,4096,4,z) bf16 45.6 against 46.4). */
+    if (N == 4 && v->dtype == SF_FP32 && seqlen > 512 && seqlen <= 4096 && rows >= 1024 && rows < 4096) {
+      v->threads = 64, v->items = 8, v->channels = 2, v->min_blocks = 8;
+      return;
+    }
     const int lanes = tiny ? (N == 16 ? 16 : 8) : narrow16 ? 8 : 4;
     const int channels =
         power_of_two_dividing(per_group, tiny ? 8 : N == 16 ? 32 : narrow16 && seqlen < 128 ? 32 : long4 ? 8 : 16);
@@ -125,11 +134,13 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
   } else if (seqlen <= 256) {
     v->threads = 32, v->items = 8, v->channels = 4;
     if (N >= 64) v->threads = 64, v->items = 4, v->channels = 2, v->states = 2;
-  } else if (N == 1 && seqlen > 512 && rows >= 1024) {
-    /* one state over more than 512 steps: 64 threads of 8 steps, 4 channels, 64 registers
-     * and 32 warps an SM (H200, docs/perf.md v31: (8,1536,2048,1,z) bf16 119.5 us against
-     * 135.6 with 32 threads of 16 steps, (1,1536,2048,1) fp32 24.2 against 34.5 with 128) */
-    v->threads = 64, v->items = 8, v->channels = 4;
+  } else if (N <= 2 && seqlen > 512 && rows >= 1024) {
+    /* one or two states over more than 512 steps: 8 steps a thread at 8 blocks an SM (64
+     * registers). N = 1: 64 threads, 2 channels (H200, docs/perf.md v33: (8,1536,2048,1,z)
+     * bf16 110.1 us against 119.2 for v31's 4 channels at 4 blocks, (1,1536,2048,1,z) fp32
+     * 22.0 against 24.4); N = 2 below 4096 channels (above them split=state, above):
+     * 32 threads, 4 channels ((2,1536,2048,2,z) bf16 45.9 against 70.2 with 16 steps) */
+    v->threads = N == 1 ? 64 : 32, v->items = 8, v->channels = N == 1 ? 2 : 4, v->min_blocks = 8;
   } else if (seqlen <= 512 || rows >= 2048) {
     v->threads = 32, v->items = 16, v->channels = 4;
     /* 256 states: 128 threads over time a channel, 8 steps each, 4 blocks an SM

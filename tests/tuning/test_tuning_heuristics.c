@@ -245,10 +245,10 @@ Test(tuning_heuristics, small_states_take_lanes_over_states_at_training_sizes) {
     generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels, 0);
   }
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
-  /* lanes over time: at N = 1 over 512 steps 64 threads of 8 steps and 4 channels, the
-   * backward capped at 3 blocks an SM */
+  /* lanes over time: at N = 1 over 512 steps the forward 64 threads of 8 steps and 2
+   * channels at 8 blocks an SM, the backward 4 channels capped at 3 */
   static const struct { sf_op op; int dstate; int64_t batch, dim, seqlen; int threads, items, channels, min_blocks; } by_time[] = {
-      {SF_OP_FWD, 1, 8, 1536, 2048, 64, 8, 4, 0}, {SF_OP_FWD, 1, 1, 1536, 2048, 64, 8, 4, 0},
+      {SF_OP_FWD, 1, 8, 1536, 2048, 64, 8, 2, 8}, {SF_OP_FWD, 1, 1, 1536, 2048, 64, 8, 2, 8},
       {SF_OP_BWD, 1, 8, 1536, 2048, 64, 8, 4, 3}, {SF_OP_BWD, 1, 1, 1536, 2048, 64, 8, 4, 3},
       {SF_OP_FWD, 2, 64, 512, 49, 8, 8, 16, 0},   {SF_OP_BWD, 2, 64, 512, 49, 16, 4, 8, 0}};
   for (size_t k = 0; k < sizeof by_time / sizeof by_time[0]; k++) {
@@ -281,4 +281,27 @@ Test(tuning_heuristics, small_batches_take_four_lanes_in_the_backward) {
     generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels, cases[k].min_blocks);
   }
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
+}
+
+/* Lanes over time at 8 blocks an SM (docs/perf.md v33): the forward at N = 2 over 512 steps
+ * with a thousand to 4095 channels takes 32 threads of 8 steps and 4 channels (from 4096
+ * channels and 1024 steps, split=state); fp32 at N = 4 there takes 64 threads of 8 steps and
+ * 2 channels instead of segments up to 4096 steps; 16-bit types, 4096 channels or more and
+ * 8192 steps keep segments (at 512 steps and under no rule of these applies). */
+Test(tuning_heuristics, few_channel_small_states_take_lanes_over_time_at_eight_blocks) {
+  static const struct { int dstate; sf_dtype dtype; int64_t batch, dim, seqlen; bool by_time; int threads, items, channels, min_blocks; } cases[] = {
+      {2, SF_BF16, 2, 1536, 2048, true, 32, 8, 4, 8},   {2, SF_FP32, 1, 1024, 4096, true, 32, 8, 4, 8},
+      {2, SF_BF16, 8, 1536, 2048, false, 2, 32, 16, 0}, {4, SF_FP32, 2, 768, 2048, true, 64, 8, 2, 8},
+      {4, SF_FP32, 1, 1536, 2048, true, 64, 8, 2, 8},   {4, SF_BF16, 2, 768, 2048, false, 4, 16, 16, 0},
+      {4, SF_FP32, 4, 1024, 2048, false, 4, 32, 8, 0}, {4, SF_FP32, 2, 768, 512, true, 32, 16, 4, 0},    {4, SF_FP32, 1, 1024, 8192, false, 4, 16, 16, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sf_variant v = sf_variant_default();
+    v.op = SF_OP_FWD, v.dstate = cases[k].dstate, v.dtype = cases[k].dtype, v.has_z = true;
+    sf_heuristic_choose(&v, cases[k].batch, cases[k].dim, 1, cases[k].seqlen, 227 << 10);
+    cr_expect(v.split_states == !cases[k].by_time && v.threads == cases[k].threads && v.items == cases[k].items &&
+                  v.channels == cases[k].channels && v.min_blocks == cases[k].min_blocks,
+              "case %zu: got %s %d/%d/%d +b%d", k, v.split_states ? "state" : "time", v.threads, v.items, v.channels,
+              v.min_blocks);
+    cr_expect_eq(generate(&v), SF_OK, "case %zu: %s", k, sf_last_error());
+  }
 }
