@@ -127,6 +127,18 @@ static void expect_marker(const marker_case *cases, size_t count, const char *ma
   }
 }
 
+/* Every marker is in spec's generated source, each after the one before it. */
+static void expect_in_order(const char *spec, const char *const *markers, int count) {
+  char *source = generate(spec);
+  const char *previous = source;
+  for (int i = 0; i < count; i++) {
+    const char *at = strstr(source, markers[i]);
+    cr_expect(at != NULL && at >= previous, "%s: '%s' %s", spec, markers[i], at ? "out of order" : "absent");
+    if (at) previous = at;
+  }
+  free(source);
+}
+
 Test(generate, backward_packs_16_bit_terms_from_n32) {
   static const marker_case cases[] = {
       {"op=bwd,split=state,dstate=32,dtype=bf16,z=1,threads=8,items=8,channels=8,states=1", true},
@@ -194,24 +206,20 @@ Test(generate, forward_first_fetch_in_its_words_kernels_only) {
   const char *const markers[] = {"constexpr bool first_fetched = WORDS;", "if (!first_fetched) fetch(t_begin, 0, !CARRY);",
                                  "const int g = WORDS && p.groups == 1 ? 0 :", NULL};
   expect_in_forwards_only("first fetch", markers);
-  char *time_split = generate("op=fwd,split=time,dstate=4,dtype=fp32,z=1,threads=16,items=4,channels=2,states=4");
-  const char *z_load = strstr(time_split, "load_run(z_row + t0, valid, 0.f, zv);");
-  const char *first_bc = strstr(time_split, "load_run(B_rows + (0 + k) * p.B_state_stride + t0, valid, 0.f, B_now[k]);");
-  const char *h0_and_A = strstr(time_split, "A_smem[slot][n] = A_row[n] * SF_LOG2E;");
-  const char *first_use = strstr(time_split, "dt[i] = i < valid ? step : 0.f;");
-  cr_assert(z_load && first_bc && h0_and_A && first_use, "the split=time forward's chunk loads are not where expected");
-  cr_expect(z_load < first_bc && first_bc < h0_and_A && h0_and_A < first_use,
-            "split=time: the chunk's loads come before h0 and A are read, and those before any is used");
-  free(time_split);
-  char *lean = generate("op=fwd,split=time,dstate=4,dtype=bf16,z=1,threads=64,items=8,channels=2,states=1,minblocks=8");
-  const char *group_start = strstr(lean, "auto state_group = [&](int n0) {");
-  const char *group_b = strstr(lean, "load_run(B_rows + (n0 + k) * p.B_state_stride + t0, valid, 0.f, B_now[k]);");
-  const char *late_z = strstr(lean, "load_run(z_row + t0, valid, 0.f, zv);");
-  const char *state_loop = strstr(lean, "for (int n0 = 0; n0 < 4; n0 += 1) state_group(n0);");
-  cr_assert(group_start && group_b && late_z && state_loop, "the lean split=time forward's loads are not where expected");
-  cr_expect(group_start < group_b && state_loop < late_z, "several groups: B in its group, z after the state loop");
-  cr_expect_null(strstr(lean, "load_run(B_rows + (0 + k)"), "several groups: no group's B before the state loop");
-  free(lean);
+  /* one group of every state: the chunk's loads come before h0 and A are read, and those
+   * before any is used */
+  static const char *const early[] = {"load_run(z_row + t0, valid, 0.f, zv);",
+                                      "load_run(B_rows + (0 + k) * p.B_state_stride + t0, valid, 0.f, B_now[k]);",
+                                      "A_smem[slot][n] = A_row[n] * SF_LOG2E;", "dt[i] = i < valid ? step : 0.f;"};
+  expect_in_order("op=fwd,split=time,dstate=4,dtype=fp32,z=1,threads=16,items=4,channels=2,states=4", early, 4);
+  /* several groups: B in its group, z after the state loop, no group's B before it */
+  static const char *const lean[] = {"auto state_group = [&](int n0) {",
+                                     "load_run(B_rows + (n0 + k) * p.B_state_stride + t0, valid, 0.f, B_now[k]);",
+                                     "for (int n0 = 0; n0 < 4; n0 += 1) state_group(n0);",
+                                     "load_run(z_row + t0, valid, 0.f, zv);"};
+  const char *lean_spec = "op=fwd,split=time,dstate=4,dtype=bf16,z=1,threads=64,items=8,channels=2,states=1,minblocks=8";
+  expect_in_order(lean_spec, lean, 4);
+  expect_marker(&(marker_case){lean_spec, false}, 1, "load_run(B_rows + (0 + k)", "a group's B before the state loop");
 }
 
 /* The backward's lanes' parts (docs/design-parts-layout.md): where the equal strides of
