@@ -203,6 +203,22 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     v->threads = 2, v->items = 32, v->channels = 16, v->states = 1;
     return;
   }
+  /* N = 2 below 4096 channels over 1024 steps or more (H200, docs/perf.md v34; the general
+   * rule below gave 64/8/4 at one block an SM): lanes over time, 64 threads of 8 steps, 2
+   * channels, 2 states a pass, 4 blocks an SM, from a thousand channels up to 2048 steps
+   * ((2,1536,2048,2,z) bf16 127 us against 189, (1,1536,2048,2,z) fp32 81 against 94);
+   * fewer channels or longer sequences: 2 lanes of one state, blocks of 16 steps, 16
+   * channels, with segments ((1,64,65536,2) fp32 124 against 788, (1,2048,4096,2) bf16 143
+   * against 223). */
+  if (v->dstate == 2 && batch * dim < 4096 && seqlen >= 1024 && per_group % 16 == 0) {
+    if (batch * dim >= 1024 && seqlen <= 2048) {
+      v->threads = 64, v->items = 8, v->channels = 2, v->states = 2, v->min_blocks = 4;
+      return;
+    }
+    v->split_states = true;
+    v->threads = 2, v->items = 16, v->channels = 16, v->states = 1;
+    return;
+  }
   /* Short sequences at N = 8 with many channels (MambaVision's L = 49): lanes over the
    * states as well, 4 lanes, blocks of 4 steps, 32 channels (both GPUs' tuning:
    * (64,320,49,8) 60-72 us against 78-96 with lanes over time). */

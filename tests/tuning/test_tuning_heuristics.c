@@ -305,3 +305,26 @@ Test(tuning_heuristics, few_channel_small_states_take_lanes_over_time_at_eight_b
     cr_expect_eq(generate(&v), SF_OK, "case %zu: %s", k, sf_last_error());
   }
 }
+
+/* The N = 2 backward below 4096 channels over 1024 steps or more (docs/perf.md v34): lanes
+ * over time at 64 threads of 8 steps, 2 channels, 2 states a pass, capped at 4 blocks an SM,
+ * from a thousand channels up to 2048 steps; 2 lanes of one state, blocks of 16 steps and 16
+ * channels (with segments) for fewer channels or longer sequences; 4096 channels or more
+ * keep 2/32/16, and 512 steps the general time split. */
+Test(tuning_heuristics, few_channel_n2_backward_takes_its_own_launches) {
+  static const struct { sf_dtype dtype; int64_t batch, dim, seqlen; bool by_time; int threads, items, channels, states, min_blocks; } cases[] = {
+      {SF_BF16, 2, 1536, 2048, true, 64, 8, 2, 2, 4},    {SF_FP32, 1, 1536, 2048, true, 64, 8, 2, 2, 4},
+      {SF_BF16, 1, 2048, 4096, false, 2, 16, 16, 1, 0},  {SF_FP32, 1, 64, 65536, false, 2, 16, 16, 1, 0},
+      {SF_BF16, 1, 512, 8192, false, 2, 16, 16, 1, 0},   {SF_BF16, 8, 1536, 2048, false, 2, 32, 16, 1, 0},
+      {SF_FP32, 1, 1536, 512, true, 64, 8, 4, 4, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sf_variant v = sf_variant_default();
+    v.op = SF_OP_BWD, v.dstate = 2, v.dtype = cases[k].dtype, v.has_z = true;
+    sf_heuristic_choose(&v, cases[k].batch, cases[k].dim, 1, cases[k].seqlen, 227 << 10);
+    cr_expect(v.split_states == !cases[k].by_time && v.threads == cases[k].threads && v.items == cases[k].items &&
+                  v.channels == cases[k].channels && v.states == cases[k].states && v.min_blocks == cases[k].min_blocks,
+              "case %zu: got %s %d/%d/%d s%d +b%d", k, v.split_states ? "state" : "time", v.threads, v.items, v.channels,
+              v.states, v.min_blocks);
+    cr_expect_eq(generate(&v), SF_OK, "case %zu: %s", k, sf_last_error());
+  }
+}
