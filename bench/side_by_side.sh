@@ -18,7 +18,7 @@ rows=("$@")
                                bench/rows_large_n.txt bench/rows_long_l.txt bench/rows_mid.txt
                                bench/rows_few_channels_large_n.txt bench/rows_small_n.txt
                                bench/rows_lm_small_batch.txt bench/rows_small_n_few_channels.txt
-                               bench/rows_time_split.txt)
+                               bench/rows_time_split.txt bench/rows_small_n_long.txt)
 mkdir -p "$logs"
 [ -d /tmp/anchor ] || python3 "$anchor/anchor_bench.py" build "$anchor/mamba_selective_scan" /tmp/anchor \
   > "$logs/anchor_build.log" 2>&1 &

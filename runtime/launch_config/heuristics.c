@@ -74,6 +74,14 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       v->threads = 8, v->items = 16, v->channels = 8;
       return;
     }
+    /* N = 4 there: 4 lanes of one state, blocks of 16 steps, 16 channels, with segments
+     * (H200, docs/perf.md v35: (1,512,8192,4) bf16 43.7 us against 82.1 for 128 threads
+     * over time, (1,64,65536,4) bf16 50.1 against 131.1) */
+    if (N == 4 && seqlen > 512 && rows < 1024 && per_group % 16 == 0) {
+      v->split_states = true;
+      v->threads = 4, v->items = 16, v->channels = 16;
+      return;
+    }
     if (seqlen > 512 && rows >= 1024 && per_group % 16 == 0) {
       v->split_states = true;
       /* 32 channels at N = 16 where they divide a group (both GPUs' tuning:
@@ -87,6 +95,14 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
    * with lanes over time; at L = 49 lanes over time stay: (64,512,49,2) fp32 18 us against
    * 29-48). */
   if (N == 2 && rows >= 4096 && seqlen >= 1024 && per_group % 16 == 0) {
+    v->split_states = true;
+    v->threads = 2, v->items = 32, v->channels = 16;
+    return;
+  }
+  /* N = 2 with fewer than 256 channels over more than 512 steps: the same launch, whose
+   * segments fill the GPU ((1,64,65536,2) bf16 51.2 us against 90.1 for 256 threads over
+   * time, (1,128,8192,2) bf16 20.6 against 27.6; H200, docs/perf.md v35) */
+  if (N == 2 && rows < 256 && seqlen > 512 && per_group % 16 == 0) {
     v->split_states = true;
     v->threads = 2, v->items = 32, v->channels = 16;
     return;
@@ -135,12 +151,18 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
     v->threads = 32, v->items = 8, v->channels = 4;
     if (N >= 64) v->threads = 64, v->items = 4, v->channels = 2, v->states = 2;
   } else if (N <= 2 && seqlen > 512 && rows >= 1024) {
-    /* one or two states over more than 512 steps: 8 steps a thread at 8 blocks an SM (64
-     * registers). N = 1: 64 threads, 2 channels (H200, docs/perf.md v33: (8,1536,2048,1,z)
-     * bf16 110.1 us against 119.2 for v31's 4 channels at 4 blocks, (1,1536,2048,1,z) fp32
-     * 22.0 against 24.4); N = 2 below 4096 channels (above them split=state, above):
-     * 32 threads, 4 channels ((2,1536,2048,2,z) bf16 45.9 against 70.2 with 16 steps) */
-    v->threads = N == 1 ? 64 : 32, v->items = 8, v->channels = N == 1 ? 2 : 4, v->min_blocks = 8;
+    /* one or two states over more than 512 steps (N = 2 below 4096 channels; above them
+     * split=state, above): 128 threads of 8 steps a channel at 8 blocks an SM (64
+     * registers), so that a thousand channels fill the GPU once and a chunk is 1024 steps
+     * (H200, docs/perf.md v35: (1,1024,2048,2,z) bf16 19.7 us against 41.9 for v33's 32
+     * threads of 4 channels, (1,2048,4096,2) bf16 53.7 against 75.1, (2,1536,2048,1,z)
+     * bf16 33.1 against 36.2 for 64 threads of 2 channels) */
+    v->threads = 128, v->items = 8, v->channels = 1, v->min_blocks = 8;
+  } else if (N == 2 && seqlen > 512 && rows >= 256) {
+    /* 256 to 1023 channels: 256 threads of 8 steps at 4 blocks an SM fill the GPU once
+     * (H200, docs/perf.md v35: (1,512,8192,2) bf16 31.9 us against 56.8 for 128 threads of
+     * 16 steps, (1,256,16384,2,z) fp32 48.3 against 65.5) */
+    v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
   } else if (seqlen <= 512 || rows >= 2048) {
     v->threads = 32, v->items = 16, v->channels = 4;
     /* 256 states: 128 threads over time a channel, 8 steps each, 4 blocks an SM
@@ -251,6 +273,11 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
      * against 177 with 8 steps; (2,768,2048,4,z) fp32 124 against 121, so fp32 keeps 8) */
     if ((v->dstate == 8 || (v->dstate == 4 && v->dtype != SF_FP32)) && batch * dim >= 1024)
       v->threads = 4, v->items = 16, v->channels = 8;
+    /* fp32 N = 4 there up to 4096 steps: 16 channels as well (H200, docs/perf.md v35:
+     * (2,768,2048,4,z) 115.3 us against 121.8 for 8 steps and 8 channels, 101.7 against 105.7
+     * with block states; at 8192 steps 8 channels stay, 233.8 against 239.7) */
+    if (v->dstate == 4 && v->dtype == SF_FP32 && batch * dim >= 1024 && seqlen <= 4096 && per_group % 16 == 0)
+      v->threads = 4, v->items = 16, v->channels = 16;
     /* At N = 16 with a thousand channels or more, or 16k steps or more: 4 lanes of 4
      * states and 16 channels (both GPUs' tuning: (1,1536,16384,16,z) 1294-1463 us against
      * 1465-1620, (1,64,65536,16) 260-296 us against 294-393; with fewer channels over

@@ -245,10 +245,10 @@ Test(tuning_heuristics, small_states_take_lanes_over_states_at_training_sizes) {
     generated += expect_launch_generated(&v, cases[k].threads, cases[k].items, cases[k].channels, 0);
   }
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
-  /* lanes over time: at N = 1 over 512 steps the forward 64 threads of 8 steps and 2
-   * channels at 8 blocks an SM, the backward 4 channels capped at 3 */
+  /* lanes over time: at N = 1 over 512 steps the forward 128 threads of 8 steps, one
+   * channel at 8 blocks an SM, the backward 64 threads and 4 channels capped at 3 */
   static const struct { sf_op op; int dstate; int64_t batch, dim, seqlen; int threads, items, channels, min_blocks; } by_time[] = {
-      {SF_OP_FWD, 1, 8, 1536, 2048, 64, 8, 2, 8}, {SF_OP_FWD, 1, 1, 1536, 2048, 64, 8, 2, 8},
+      {SF_OP_FWD, 1, 8, 1536, 2048, 128, 8, 1, 8}, {SF_OP_FWD, 1, 1, 1536, 2048, 128, 8, 1, 8},
       {SF_OP_BWD, 1, 8, 1536, 2048, 64, 8, 4, 3}, {SF_OP_BWD, 1, 1, 1536, 2048, 64, 8, 4, 3},
       {SF_OP_FWD, 2, 64, 512, 49, 8, 8, 16, 0},   {SF_OP_BWD, 2, 64, 512, 49, 16, 4, 8, 0}};
   for (size_t k = 0; k < sizeof by_time / sizeof by_time[0]; k++) {
@@ -263,16 +263,16 @@ Test(tuning_heuristics, small_states_take_lanes_over_states_at_training_sizes) {
   }
 }
 
-/* Batches of a few language-model rows (docs/perf.md v32): at N = 16 with fewer than 8192
- * channels the backward takes 4 lanes, 16 channels, uncapped (8192 and more keep 2 lanes
- * capped at 8 blocks an SM); with fewer than 4096 channels, a thousand or more, N = 8 and
- * 16-bit N = 4 take 4 lanes and blocks of 16 steps, fp32 N = 4 and fewer channels keep
- * blocks of 8. */
+/* Batches of a few language-model rows (docs/perf.md v32, v35): at N = 16 with fewer than
+ * 8192 channels the backward takes 4 lanes, 16 channels, uncapped (8192 and more keep 2
+ * lanes capped at 8 blocks an SM); with fewer than 4096 channels, a thousand or more, N = 8
+ * and 16-bit N = 4 take 4 lanes and blocks of 16 steps, fp32 N = 4 also 16 channels (up to
+ * 4096 steps), fewer channels keep blocks of 8. */
 Test(tuning_heuristics, small_batches_take_four_lanes_in_the_backward) {
   static const struct { int dstate; sf_dtype dtype; int64_t batch, dim; int threads, items, channels, min_blocks; } cases[] = {
       {16, SF_BF16, 4, 1536, 4, 8, 16, 0}, {16, SF_FP32, 4, 1536, 4, 8, 16, 0}, {16, SF_BF16, 8, 1536, 2, 8, 16, 8},
       {8, SF_BF16, 4, 768, 4, 16, 8, 0},   {8, SF_FP32, 1, 1536, 4, 16, 8, 0},  {4, SF_BF16, 2, 1536, 4, 16, 8, 0},
-      {4, SF_FP32, 2, 768, 4, 8, 8, 0},    {8, SF_BF16, 1, 512, 8, 8, 8, 0}};
+      {4, SF_FP32, 2, 768, 4, 16, 16, 0},  {8, SF_BF16, 1, 512, 8, 8, 8, 0}};
   int generated = 0;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     sf_variant v = sf_variant_default();
@@ -283,14 +283,21 @@ Test(tuning_heuristics, small_batches_take_four_lanes_in_the_backward) {
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
 }
 
-/* Lanes over time at 8 blocks an SM (docs/perf.md v33): the forward at N = 2 over 512 steps
- * with a thousand to 4095 channels takes 32 threads of 8 steps and 4 channels (from 4096
- * channels and 1024 steps, split=state); fp32 at N = 4 there takes 64 threads of 8 steps and
- * 2 channels instead of segments up to 4096 steps; 16-bit types, 4096 channels or more and
- * 8192 steps keep segments (at 512 steps and under no rule of these applies). */
+/* Few channels over more than 512 steps (docs/perf.md v33, v35): the forward at N = 1-2
+ * with a thousand to 4095 channels takes 128 threads of 8 steps, one channel, at 8 blocks an
+ * SM (from 4096 channels and 1024 steps N = 2 takes split=state); N = 2 with 256 to 1023
+ * channels 256 threads at 4 blocks, fewer than 256 channels 2 lanes, 32 steps and 16
+ * channels (with segments); fp32 at N = 4 with a thousand to 4095 channels takes 64 threads
+ * of 8 steps and 2 channels instead of segments up to 4096 steps; 16-bit types, 4096
+ * channels or more and 8192 steps keep segments, and N = 4 below a thousand channels takes
+ * 4 lanes, 16 steps and 16 channels (at 512 steps and under no rule of these applies). */
 Test(tuning_heuristics, few_channel_small_states_take_lanes_over_time_at_eight_blocks) {
   static const struct { int dstate; sf_dtype dtype; int64_t batch, dim, seqlen; bool by_time; int threads, items, channels, min_blocks; } cases[] = {
-      {2, SF_BF16, 2, 1536, 2048, true, 32, 8, 4, 8},   {2, SF_FP32, 1, 1024, 4096, true, 32, 8, 4, 8},
+      {2, SF_BF16, 2, 1536, 2048, true, 128, 8, 1, 8},  {2, SF_FP32, 1, 1024, 4096, true, 128, 8, 1, 8},
+      {1, SF_BF16, 4, 1024, 4096, true, 128, 8, 1, 8},  {2, SF_BF16, 1, 512, 8192, true, 256, 8, 1, 4},
+      {2, SF_FP32, 1, 256, 16384, true, 256, 8, 1, 4},  {2, SF_FP32, 1, 64, 65536, false, 2, 32, 16, 0},
+      {2, SF_BF16, 1, 128, 8192, false, 2, 32, 16, 0},  {4, SF_BF16, 1, 512, 8192, false, 4, 16, 16, 0},
+      {4, SF_BF16, 1, 64, 65536, false, 4, 16, 16, 0},  {2, SF_BF16, 1, 512, 512, true, 32, 16, 4, 0},
       {2, SF_BF16, 8, 1536, 2048, false, 2, 32, 16, 0}, {4, SF_FP32, 2, 768, 2048, true, 64, 8, 2, 8},
       {4, SF_FP32, 1, 1536, 2048, true, 64, 8, 2, 8},   {4, SF_BF16, 2, 768, 2048, false, 4, 16, 16, 0},
       {4, SF_FP32, 4, 1024, 2048, false, 4, 32, 8, 0}, {4, SF_FP32, 2, 768, 512, true, 32, 16, 4, 0},    {4, SF_FP32, 1, 1024, 8192, false, 4, 16, 16, 0}};
