@@ -28,8 +28,7 @@
 #define SF_LOG2E 1.4426950408889634f
 
 @ if variant.softplus then
-/* softplus(v) = log1p(exp(v)) for v <= 20, v above (docs/math.md). */
-__device__ __forceinline__ float softplus(float v) { return v <= 20.f ? log1pf(__expf(v)) : v; }
+@   include("softplus.tpl")
 @ end
 
 @ local bounds = variant.min_blocks > 0 and (BLOCK .. ", " .. variant.min_blocks) or tostring(BLOCK)
@@ -135,14 +134,25 @@ $(group_loads("    ", "0"))
 @ end
     }
 
-    /* The steps of my run after which a state is saved for the backward pass: t with
-     * (t + 1) % interval == 0 (several when the interval is shorter than my run). */
+@ -- a run of a power of two steps starts at a multiple of its length, as every interval does
+@ local runs_align = (I & (I - 1)) == 0
+    /* The steps of my run after which a state is saved for the backward pass: t < L with
+     * (t + 1) % interval == 0. The interval is a power of two; where my run's length is one
+     * too, my run starts at a multiple of it, so with an interval of $(I) steps or more only
+     * my last step can be one (save_last, stored after the walk). Otherwise a bit a step
+     * (saves, checked inside the walk). */
+    bool save_last = false;
     unsigned long long saves = 0;
     if (p.saved_states && active) {
+      if ($(runs_align and "p.state_interval >= " .. I or "false")) {
+        save_last = ((t0 + $(I)) & (p.state_interval - 1)) == 0 && t0 + $(I) <= L;
+      } else {
 #pragma unroll
-      for (int i = 0; i < $(I); i++)
-        if (((t0 + i + 1) & (p.state_interval - 1)) == 0 && t0 + i < L) saves |= 1ull << i;
+        for (int i = 0; i < $(I); i++)
+          if (((t0 + i + 1) & (p.state_interval - 1)) == 0 && t0 + i < L) saves |= 1ull << i;
+      }
     }
+    const int interval_log2 = __ffs(p.state_interval) - 1; /* t / interval as a shift */
 
     /* States go S at a time: S independent chains for the scheduler to interleave. A
      * group's B and C rows load as it starts (C is first used after the runs are scanned),
@@ -200,19 +210,27 @@ $(group_loads("      ", "n0"))
           before_x = 0.f;
         }
 @ if WARPS > 1 then
-        float total_a = 1.f, total_x = 0.f, prefix_a = 1.f, prefix_x = 0.f;
+        /* The channel's warp totals, scanned by lanes 0..$(WARPS - 1) of every warp with
+         * shuffles: lane w ends with warps 0..w composed, so my warp's prefix is lane
+         * (warp - 1)'s and the chunk's total lane $(WARPS - 1)'s. */
+        float2 part = seg_lane < $(WARPS) ? warp_total[(n0 / $(S)) & 1][slot * $(WARPS) + seg_lane][k] : make_float2(1.f, 0.f);
 #pragma unroll
-        for (int w = 0; w < $(WARPS); w++) {
-          if (w == warp) {
-            prefix_a = total_a;
-            prefix_x = total_x;
+        for (int offset = 1; offset < $(WARPS); offset *= 2) {
+          const float prev_a = __shfl_up_sync(0xffffffffu, part.x, offset, $(WARPS));
+          const float prev_x = __shfl_up_sync(0xffffffffu, part.y, offset, $(WARPS));
+          if (seg_lane % $(WARPS) >= offset) {
+            part.y = part.x * prev_x + part.y;
+            part.x = part.x * prev_a;
           }
-          const float2 t = warp_total[(n0 / $(S)) & 1][slot * $(WARPS) + w][k];
-          total_x = t.x * total_x + t.y;
-          total_a = t.x * total_a;
         }
-        before_x = before_a * prefix_x + before_x;
-        before_a = before_a * prefix_a;
+        const float total_a = __shfl_sync(0xffffffffu, part.x, $(WARPS - 1));
+        const float total_x = __shfl_sync(0xffffffffu, part.y, $(WARPS - 1));
+        const float prefix_a = __shfl_sync(0xffffffffu, part.x, (warp + $(WARPS - 1)) % $(WARPS));
+        const float prefix_x = __shfl_sync(0xffffffffu, part.y, (warp + $(WARPS - 1)) % $(WARPS));
+        if (warp > 0) {
+          before_x = before_a * prefix_x + before_x;
+          before_a = before_a * prefix_a;
+        }
 @ else
         const float total_a = run_a[k], total_x = run_x[k]; /* meaningful in the last lane */
 @ end
@@ -227,13 +245,15 @@ $(group_loads("      ", "n0"))
             h = a[k][i] * h + $(Xk);
             y[i] += $(Ck) * h;
           }
+          if (save_last)
+            p.saved_states[(state_row / $(N) * p.nsaved + ((t0 + $(I - 1)) >> interval_log2)) * $(N) + n0 + k] = h;
         } else {
 #pragma unroll
           for (int i = 0; i < $(I); i++) {
             h = a[k][i] * h + $(Xk);
             y[i] += $(Ck) * h;
             if ((saves >> i) & 1ull)
-              p.saved_states[(state_row / $(N) * p.nsaved + (t0 + i) / p.state_interval) * $(N) + n0 + k] = h;
+              p.saved_states[(state_row / $(N) * p.nsaved + ((t0 + i) >> interval_log2)) * $(N) + n0 + k] = h;
           }
         }
       }

@@ -62,15 +62,7 @@
 #define SF_LOG2E 1.4426950408889634f
 
 @ if variant.softplus then
-/* softplus(v) = log1p(exp(v)) for v <= 20, v above (docs/math.md); below -15, 1 + exp(v)
- * rounds to 1 in fp32, so exp(v) itself is the correctly rounded value there. Both sides
- * are computed and one selected: a branch would cut a lane's unrolled steps into separate
- * blocks, each waiting out its own load and exp latencies. */
-__device__ __forceinline__ float softplus(float v) {
-  const float e = __expf(fminf(v, 20.f));
-  const float l = __logf(1.f + e);
-  return v > 20.f ? v : v < -15.f ? e : l;
-}
+@   include("softplus.tpl")
 @ end
 
 /* One time block's inputs in shared memory, as stored in memory (type T). */

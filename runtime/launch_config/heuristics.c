@@ -76,8 +76,9 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
     }
     /* N = 4 there: 4 lanes of one state, blocks of 16 steps, 16 channels, with segments
      * (H200, docs/perf.md v35: (1,512,8192,4) bf16 43.7 us against 82.1 for 128 threads
-     * over time, (1,64,65536,4) bf16 50.1 against 131.1) */
-    if (N == 4 && seqlen > 512 && rows < 1024 && per_group % 16 == 0) {
+     * over time, (1,64,65536,4) bf16 50.1 against 131.1); fp32 from 512 channels runs lanes
+     * over time (below) */
+    if (N == 4 && seqlen > 512 && rows < (v->dtype == SF_FP32 ? 512 : 1024) && per_group % 16 == 0) {
       v->split_states = true;
       v->threads = 4, v->items = 16, v->channels = 16;
       return;
@@ -145,6 +146,10 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
     v->threads = 8, v->items = 4, v->channels = 4, v->states = N;
   } else if (seqlen <= 64) {
     v->threads = 8, v->items = 8, v->channels = 16;
+    /* up to 4 states: 6 blocks an SM (76-79 registers; the branch-free softplus of
+     * templates/softplus.tpl took N = 2 from 80 to 87 registers and 5 blocks: (64,512,49,2)
+     * bf16 22.4 -> 24.1 us, docs/perf.md v36) */
+    if (N <= 4) v->min_blocks = 6;
   } else if (seqlen <= 128) {
     v->threads = 16, v->items = 8, v->channels = 8;
   } else if (seqlen <= 256) {
@@ -158,10 +163,21 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * threads of 4 channels, (1,2048,4096,2) bf16 53.7 against 75.1, (2,1536,2048,1,z)
      * bf16 33.1 against 36.2 for 64 threads of 2 channels) */
     v->threads = 128, v->items = 8, v->channels = 1, v->min_blocks = 8;
-  } else if (N == 2 && seqlen > 512 && rows >= 256) {
-    /* 256 to 1023 channels: 256 threads of 8 steps at 4 blocks an SM fill the GPU once
-     * (H200, docs/perf.md v35: (1,512,8192,2) bf16 31.9 us against 56.8 for 128 threads of
-     * 16 steps, (1,256,16384,2,z) fp32 48.3 against 65.5) */
+  } else if (N <= 2 && seqlen > 512 && rows >= (N == 1 ? 512 : 256)) {
+    /* 256 (N = 1: 512) to 1023 channels: 256 threads of 8 steps at 4 blocks an SM fill the
+     * GPU once (H200, docs/perf.md v35: (1,512,8192,2) bf16 31.9 us against 56.8 for 128
+     * threads of 16 steps, (1,256,16384,2,z) fp32 48.3 against 65.5, (1,512,8192,1) bf16 21.9
+     * against 28.6) */
+    v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
+  } else if (N == 1 && seqlen > 512) {
+    /* N = 1 below 512 channels: 512 threads of 8 steps at 2 blocks an SM ((1,256,16384,1,z)
+     * bf16 26.9 us against 42.6 for 256 threads of 32 steps, (1,64,65536,1) fp32 76.5 against
+     * 85.3) */
+    v->threads = 512, v->items = 8, v->channels = 1, v->min_blocks = 2;
+  } else if (N == 4 && v->dtype == SF_FP32 && seqlen > 512 && rows >= 512) {
+    /* fp32 N = 4 with 512 to 1023 channels (16-bit types and fewer channels took split=state
+     * above when a group holds 16 channels): 256 threads of 8 steps at 4 blocks an SM
+     * ((1,512,8192,4) fp32 50.0 us against 56.5 for 4 lanes of 16 steps with segments) */
     v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
   } else if (seqlen <= 512 || rows >= 2048) {
     v->threads = 32, v->items = 16, v->channels = 4;
@@ -239,6 +255,14 @@ void sf_heuristic_configure_bwd(sf_variant *v, int64_t batch, int64_t dim, int g
     }
     v->split_states = true;
     v->threads = 2, v->items = 16, v->channels = 16, v->states = 1;
+    return;
+  }
+  /* N = 1 below 512 channels over 1024 steps or more: one lane, blocks of 8 steps, 32
+   * channels, with segments (H200, docs/perf.md v35: (1,64,65536,1) fp32 136.7 us against 489.9
+   * for lanes over time at 16 blocks in all, (1,256,16384,1,z) bf16 122.2 against 168.2) */
+  if (v->dstate == 1 && batch * dim < 512 && seqlen >= 1024 && per_group % 32 == 0) {
+    v->split_states = true;
+    v->threads = 1, v->items = 8, v->channels = 32, v->states = 1;
     return;
   }
   /* Short sequences at N = 8 with many channels (MambaVision's L = 49): lanes over the

@@ -246,11 +246,12 @@ Test(tuning_heuristics, small_states_take_lanes_over_states_at_training_sizes) {
   }
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
   /* lanes over time: at N = 1 over 512 steps the forward 128 threads of 8 steps, one
-   * channel at 8 blocks an SM, the backward 64 threads and 4 channels capped at 3 */
+   * channel at 8 blocks an SM, the backward 64 threads and 4 channels capped at 3; at L = 49
+   * the N = 2 forward 8 threads of 8 steps, 16 channels, 6 blocks an SM */
   static const struct { sf_op op; int dstate; int64_t batch, dim, seqlen; int threads, items, channels, min_blocks; } by_time[] = {
       {SF_OP_FWD, 1, 8, 1536, 2048, 128, 8, 1, 8}, {SF_OP_FWD, 1, 1, 1536, 2048, 128, 8, 1, 8},
       {SF_OP_BWD, 1, 8, 1536, 2048, 64, 8, 4, 3}, {SF_OP_BWD, 1, 1, 1536, 2048, 64, 8, 4, 3},
-      {SF_OP_FWD, 2, 64, 512, 49, 8, 8, 16, 0},   {SF_OP_BWD, 2, 64, 512, 49, 16, 4, 8, 0}};
+      {SF_OP_FWD, 2, 64, 512, 49, 8, 8, 16, 6},   {SF_OP_BWD, 2, 64, 512, 49, 16, 4, 8, 0}};
   for (size_t k = 0; k < sizeof by_time / sizeof by_time[0]; k++) {
     sf_variant v = sf_variant_default();
     v.op = by_time[k].op, v.dstate = by_time[k].dstate;
@@ -286,11 +287,13 @@ Test(tuning_heuristics, small_batches_take_four_lanes_in_the_backward) {
 /* Few channels over more than 512 steps (docs/perf.md v33, v35): the forward at N = 1-2
  * with a thousand to 4095 channels takes 128 threads of 8 steps, one channel, at 8 blocks an
  * SM (from 4096 channels and 1024 steps N = 2 takes split=state); N = 2 with 256 to 1023
- * channels 256 threads at 4 blocks, fewer than 256 channels 2 lanes, 32 steps and 16
- * channels (with segments); fp32 at N = 4 with a thousand to 4095 channels takes 64 threads
- * of 8 steps and 2 channels instead of segments up to 4096 steps; 16-bit types, 4096
- * channels or more and 8192 steps keep segments, and N = 4 below a thousand channels takes
- * 4 lanes, 16 steps and 16 channels (at 512 steps and under no rule of these applies). */
+ * channels (N = 1: 512 to 1023) 256 threads at 4 blocks; fewer channels, N = 1 512 threads
+ * at 2 blocks and N = 2 2 lanes, 32 steps and 16 channels (with segments); fp32 at N = 4
+ * with a thousand to 4095 channels takes 64 threads of 8 steps and 2 channels instead of
+ * segments up to 4096 steps, with 512 to 1023 channels 256 threads at 4 blocks; 16-bit
+ * types, 4096 channels or more and 8192 steps keep segments, and N = 4 below a thousand
+ * channels (fp32: 512) takes 4 lanes, 16 steps and 16 channels (at 512 steps and under no
+ * rule of these applies). */
 Test(tuning_heuristics, few_channel_small_states_take_lanes_over_time_at_eight_blocks) {
   static const struct { int dstate; sf_dtype dtype; int64_t batch, dim, seqlen; bool by_time; int threads, items, channels, min_blocks; } cases[] = {
       {2, SF_BF16, 2, 1536, 2048, true, 128, 8, 1, 8},  {2, SF_FP32, 1, 1024, 4096, true, 128, 8, 1, 8},
@@ -298,6 +301,9 @@ Test(tuning_heuristics, few_channel_small_states_take_lanes_over_time_at_eight_b
       {2, SF_FP32, 1, 256, 16384, true, 256, 8, 1, 4},  {2, SF_FP32, 1, 64, 65536, false, 2, 32, 16, 0},
       {2, SF_BF16, 1, 128, 8192, false, 2, 32, 16, 0},  {4, SF_BF16, 1, 512, 8192, false, 4, 16, 16, 0},
       {4, SF_BF16, 1, 64, 65536, false, 4, 16, 16, 0},  {2, SF_BF16, 1, 512, 512, true, 32, 16, 4, 0},
+      {1, SF_BF16, 1, 512, 8192, true, 256, 8, 1, 4},   {1, SF_BF16, 1, 256, 16384, true, 512, 8, 1, 2},
+      {1, SF_FP32, 1, 64, 65536, true, 512, 8, 1, 2},   {4, SF_FP32, 1, 512, 8192, true, 256, 8, 1, 4},
+      {4, SF_FP32, 1, 256, 16384, false, 4, 16, 16, 0},
       {2, SF_BF16, 8, 1536, 2048, false, 2, 32, 16, 0}, {4, SF_FP32, 2, 768, 2048, true, 64, 8, 2, 8},
       {4, SF_FP32, 1, 1536, 2048, true, 64, 8, 2, 8},   {4, SF_BF16, 2, 768, 2048, false, 4, 16, 16, 0},
       {4, SF_FP32, 4, 1024, 2048, false, 4, 32, 8, 0}, {4, SF_FP32, 2, 768, 512, true, 32, 16, 4, 0},    {4, SF_FP32, 1, 1024, 8192, false, 4, 16, 16, 0}};
@@ -332,6 +338,25 @@ Test(tuning_heuristics, few_channel_n2_backward_takes_its_own_launches) {
                   v.channels == cases[k].channels && v.states == cases[k].states && v.min_blocks == cases[k].min_blocks,
               "case %zu: got %s %d/%d/%d s%d +b%d", k, v.split_states ? "state" : "time", v.threads, v.items, v.channels,
               v.states, v.min_blocks);
+    cr_expect_eq(generate(&v), SF_OK, "case %zu: %s", k, sf_last_error());
+  }
+}
+
+/* The N = 1 backward below 512 channels over 1024 steps or more (docs/perf.md v35): one lane,
+ * blocks of 8 steps, 32 channels, with segments; 512 channels and more, or 512 steps, keep
+ * lanes over time. */
+Test(tuning_heuristics, few_channel_n1_backward_takes_one_lane_with_segments) {
+  static const struct { sf_dtype dtype; int64_t batch, dim, seqlen; bool by_time; int threads, items, channels; } cases[] = {
+      {SF_FP32, 1, 64, 65536, false, 1, 8, 32}, {SF_BF16, 1, 256, 16384, false, 1, 8, 32},
+      {SF_FP32, 1, 128, 1024, false, 1, 8, 32}, {SF_BF16, 1, 512, 8192, true, 64, 8, 4},
+      {SF_FP32, 1, 256, 512, true, 64, 8, 4}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sf_variant v = sf_variant_default();
+    v.op = SF_OP_BWD, v.dstate = 1, v.dtype = cases[k].dtype, v.has_z = true;
+    sf_heuristic_choose(&v, cases[k].batch, cases[k].dim, 1, cases[k].seqlen, 227 << 10);
+    cr_expect(v.split_states == !cases[k].by_time && v.threads == cases[k].threads && v.items == cases[k].items &&
+                  v.channels == cases[k].channels,
+              "case %zu: got %s %d/%d/%d", k, v.split_states ? "state" : "time", v.threads, v.items, v.channels);
     cr_expect_eq(generate(&v), SF_OK, "case %zu: %s", k, sf_last_error());
   }
 }
