@@ -42,14 +42,23 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * blocks were few enough to take segments; fp32 165 against 183; with block states,
      * saving a state every 8 steps for the backward, 156 against 198) */
     const bool long4 = N == 4 && seqlen >= 1024;
-    /* fp32 N = 4 over a thousand to 4095 channels and 513 to 4096 steps: lanes over time, 64
-     * threads of 8 steps, 2 channels, 8 blocks an SM, instead of segments (H200, docs/perf.md
-     * v33: 19-26% faster, (2,768,2048,4,z) 37.1 us against 47.8). At 8192 steps segments stay
-     * ((1,1024,8192,4) 96.6 against 111.0), and so do 16-bit types, whose segments move half
-     * the bytes ((1,1024,4096,4,z) bf16 45.6 against 46.4). */
-    if (N == 4 && v->dtype == SF_FP32 && seqlen > 512 && seqlen <= 4096 && rows >= 1024 && rows < 4096) {
-      v->threads = 64, v->items = 8, v->channels = 2, v->min_blocks = 8;
-      return;
+    /* N = 4 with 512 to 4095 channels over more than 512 steps: lanes over time instead of
+     * segments (H200). 512 to 1023 channels: 256 threads of 8 steps at 4 blocks an SM
+     * (docs/perf.md v35-v36: (1,512,8192,4) bf16 39.6 us against 43.6, fp32 50.0 against
+     * 56.5). A thousand or more, up to 4096 steps: fp32 64 threads of 8 steps and 2 channels
+     * at 8 blocks (v33: (2,768,2048,4,z) 37.1 us against 47.8), 16-bit types 128 threads of
+     * 8 steps (v36: (1,1024,4096,4,z) bf16 40.0 against 44.2, (2,1536,2048,4,z) 57.2 against
+     * 60.2). At 8192 steps segments stay ((1,1024,8192,4) fp32 96.6 against 111.0). */
+    if (N == 4 && seqlen > 512 && rows >= 512 && rows < 4096) {
+      if (rows < 1024) {
+        v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
+        return;
+      }
+      if (seqlen <= 4096) {
+        const bool fp32 = v->dtype == SF_FP32;
+        v->threads = fp32 ? 64 : 128, v->items = 8, v->channels = fp32 ? 2 : 1, v->min_blocks = 8;
+        return;
+      }
     }
     const int lanes = tiny ? (N == 16 ? 16 : 8) : narrow16 ? 8 : 4;
     const int channels =
@@ -74,11 +83,10 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
       v->threads = 8, v->items = 16, v->channels = 8;
       return;
     }
-    /* N = 4 there: 4 lanes of one state, blocks of 16 steps, 16 channels, with segments
-     * (H200, docs/perf.md v35: (1,512,8192,4) bf16 43.7 us against 82.1 for 128 threads
-     * over time, (1,64,65536,4) bf16 50.1 against 131.1); fp32 from 512 channels runs lanes
-     * over time (below) */
-    if (N == 4 && seqlen > 512 && rows < (v->dtype == SF_FP32 ? 512 : 1024) && per_group % 16 == 0) {
+    /* N = 4 below 512 channels: 4 lanes of one state, blocks of 16 steps, 16 channels, with
+     * segments (H200, docs/perf.md v35: (1,64,65536,4) bf16 50.1 us against 131.1 for 256
+     * threads over time, (1,256,16384,4,z) bf16 47.2 against 70.9) */
+    if (N == 4 && seqlen > 512 && rows < 512 && per_group % 16 == 0) {
       v->split_states = true;
       v->threads = 4, v->items = 16, v->channels = 16;
       return;
@@ -174,11 +182,6 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * bf16 26.9 us against 42.6 for 256 threads of 32 steps, (1,64,65536,1) fp32 76.5 against
      * 85.3) */
     v->threads = 512, v->items = 8, v->channels = 1, v->min_blocks = 2;
-  } else if (N == 4 && v->dtype == SF_FP32 && seqlen > 512 && rows >= 512) {
-    /* fp32 N = 4 with 512 to 1023 channels (16-bit types and fewer channels took split=state
-     * above when a group holds 16 channels): 256 threads of 8 steps at 4 blocks an SM
-     * ((1,512,8192,4) fp32 50.0 us against 56.5 for 4 lanes of 16 steps with segments) */
-    v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
   } else if (seqlen <= 512 || rows >= 2048) {
     v->threads = 32, v->items = 16, v->channels = 4;
     /* 256 states: 128 threads over time a channel, 8 steps each, 4 blocks an SM
