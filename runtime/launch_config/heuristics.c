@@ -47,16 +47,19 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * (docs/perf.md v35-v36: (1,512,8192,4) bf16 39.6 us against 43.6, fp32 50.0 against
      * 56.5). A thousand or more, up to 4096 steps: fp32 64 threads of 8 steps and 2 channels
      * at 8 blocks (v33: (2,768,2048,4,z) 37.1 us against 47.8), 16-bit types 128 threads of
-     * 8 steps (v36: (1,1024,4096,4,z) bf16 40.0 against 44.2, (2,1536,2048,4,z) 57.2 against
-     * 60.2). At 8192 steps segments stay ((1,1024,8192,4) fp32 96.6 against 111.0). */
+     * 16 steps at 4 blocks (v36: (2,1536,2048,4,z) bf16 50.0 against 60.2 with segments and
+     * 57.2 with 8 steps at 8 blocks, (1,1024,4096,4,z) 37.1 against 44.2). At 8192 steps
+     * segments stay ((1,1024,8192,4) fp32 96.6 against 111.0). */
     if (N == 4 && seqlen > 512 && rows >= 512 && rows < 4096) {
       if (rows < 1024) {
         v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
         return;
       }
       if (seqlen <= 4096) {
-        const bool fp32 = v->dtype == SF_FP32;
-        v->threads = fp32 ? 64 : 128, v->items = 8, v->channels = fp32 ? 2 : 1, v->min_blocks = 8;
+        if (v->dtype == SF_FP32)
+          v->threads = 64, v->items = 8, v->channels = 2, v->min_blocks = 8;
+        else
+          v->threads = 128, v->items = 16, v->channels = 1, v->min_blocks = 4;
         return;
       }
     }
@@ -108,10 +111,10 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
     v->threads = 2, v->items = 32, v->channels = 16;
     return;
   }
-  /* N = 2 with fewer than 256 channels over more than 512 steps: the same launch, whose
+  /* N = 2 with fewer than 128 channels over more than 512 steps: the same launch, whose
    * segments fill the GPU ((1,64,65536,2) bf16 51.2 us against 90.1 for 256 threads over
-   * time, (1,128,8192,2) bf16 20.6 against 27.6; H200, docs/perf.md v35) */
-  if (N == 2 && rows < 256 && seqlen > 512 && per_group % 16 == 0) {
+   * time; H200, docs/perf.md v35) */
+  if (N == 2 && rows < 128 && seqlen > 512 && per_group % 16 == 0) {
     v->split_states = true;
     v->threads = 2, v->items = 32, v->channels = 16;
     return;
@@ -171,16 +174,21 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * threads of 4 channels, (1,2048,4096,2) bf16 53.7 against 75.1, (2,1536,2048,1,z)
      * bf16 33.1 against 36.2 for 64 threads of 2 channels) */
     v->threads = 128, v->items = 8, v->channels = 1, v->min_blocks = 8;
+    /* 16-bit N = 2 up to 4096 steps: 16 steps a thread at 4 blocks an SM (v36:
+     * (2,1536,2048,2,z) bf16 36.6 us against 39.4, (1,2048,4096,2) 44.0 against 45.5; fp32
+     * loses there, 69.8 against 50.8) */
+    if (N == 2 && v->dtype != SF_FP32 && seqlen <= 4096) v->items = 16, v->min_blocks = 4;
   } else if (N <= 2 && seqlen > 512 && rows >= (N == 1 ? 512 : 256)) {
     /* 256 (N = 1: 512) to 1023 channels: 256 threads of 8 steps at 4 blocks an SM fill the
      * GPU once (H200, docs/perf.md v35: (1,512,8192,2) bf16 31.9 us against 56.8 for 128
      * threads of 16 steps, (1,256,16384,2,z) fp32 48.3 against 65.5, (1,512,8192,1) bf16 21.9
      * against 28.6) */
     v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
-  } else if (N == 1 && seqlen > 512) {
-    /* N = 1 below 512 channels: 512 threads of 8 steps at 2 blocks an SM ((1,256,16384,1,z)
-     * bf16 26.9 us against 42.6 for 256 threads of 32 steps, (1,64,65536,1) fp32 76.5 against
-     * 85.3) */
+  } else if (N <= 2 && seqlen > 512) {
+    /* N = 1 below 512 channels, N = 2 from 128 to 255 (fewer took split=state above): 512
+     * threads of 8 steps at 2 blocks an SM ((1,256,16384,1,z) bf16 26.9 us against 42.6 for
+     * 256 threads of 32 steps, (1,64,65536,1) fp32 76.5 against 85.3, (1,128,8192,2) bf16 15.6
+     * against 20.4 for 2 lanes with segments) */
     v->threads = 512, v->items = 8, v->channels = 1, v->min_blocks = 2;
   } else if (seqlen <= 512 || rows >= 2048) {
     v->threads = 32, v->items = 16, v->channels = 4;

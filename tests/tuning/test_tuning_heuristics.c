@@ -284,29 +284,30 @@ Test(tuning_heuristics, small_batches_take_four_lanes_in_the_backward) {
   cr_expect_eq(generated, (int)(sizeof cases / sizeof cases[0]));
 }
 
-/* Few channels over more than 512 steps (docs/perf.md v33, v35): the forward at N = 1-2
+/* Few channels over more than 512 steps (docs/perf.md v33, v35, v36): the forward at N = 1-2
  * with a thousand to 4095 channels takes 128 threads of 8 steps, one channel, at 8 blocks an
- * SM (from 4096 channels and 1024 steps N = 2 takes split=state); N = 2 with 256 to 1023
- * channels (N = 1: 512 to 1023) 256 threads at 4 blocks; fewer channels, N = 1 512 threads
- * at 2 blocks and N = 2 2 lanes, 32 steps and 16 channels (with segments); fp32 at N = 4
- * with a thousand to 4095 channels takes 64 threads of 8 steps and 2 channels instead of
- * segments up to 4096 steps, 16-bit types 128 threads of 8 steps; with 512 to 1023 channels
+ * SM, 16-bit N = 2 up to 4096 steps 16 steps at 4 blocks (from 4096 channels and 1024 steps
+ * N = 2 takes split=state); N = 2 with 256 to 1023 channels (N = 1: 512 to 1023) 256 threads
+ * at 4 blocks; fewer channels 512 threads at 2 blocks, but N = 2 below 128 channels 2 lanes,
+ * 32 steps and 16 channels (with segments); fp32 at N = 4 with a thousand to 4095 channels
+ * takes 64 threads of 8 steps and 2 channels instead of segments up to 4096 steps, 16-bit
+ * types 128 threads of 16 steps at 4 blocks; with 512 to 1023 channels
  * N = 4 takes 256 threads at 4 blocks, below 512 4 lanes, 16 steps and 16 channels; 4096
  * channels or more and 8192 steps keep segments (at 512 steps and under no rule of these
  * applies). */
-Test(tuning_heuristics, few_channel_small_states_take_lanes_over_time_at_eight_blocks) {
+Test(tuning_heuristics, few_channel_small_states_fill_the_gpu_once) {
   static const struct { int dstate; sf_dtype dtype; int64_t batch, dim, seqlen; bool by_time; int threads, items, channels, min_blocks; } cases[] = {
-      {2, SF_BF16, 2, 1536, 2048, true, 128, 8, 1, 8},  {2, SF_FP32, 1, 1024, 4096, true, 128, 8, 1, 8},
+      {2, SF_BF16, 2, 1536, 2048, true, 128, 16, 1, 4},  {2, SF_FP32, 1, 1024, 4096, true, 128, 8, 1, 8},
       {1, SF_BF16, 4, 1024, 4096, true, 128, 8, 1, 8},  {2, SF_BF16, 1, 512, 8192, true, 256, 8, 1, 4},
       {2, SF_FP32, 1, 256, 16384, true, 256, 8, 1, 4},  {2, SF_FP32, 1, 64, 65536, false, 2, 32, 16, 0},
-      {2, SF_BF16, 1, 128, 8192, false, 2, 32, 16, 0},  {4, SF_BF16, 1, 512, 8192, true, 256, 8, 1, 4},
+      {2, SF_BF16, 1, 128, 8192, true, 512, 8, 1, 2},  {4, SF_BF16, 1, 512, 8192, true, 256, 8, 1, 4},
       {4, SF_BF16, 1, 64, 65536, false, 4, 16, 16, 0},  {2, SF_BF16, 1, 512, 512, true, 32, 16, 4, 0},
       {1, SF_BF16, 1, 512, 8192, true, 256, 8, 1, 4},   {1, SF_BF16, 1, 256, 16384, true, 512, 8, 1, 2},
       {1, SF_FP32, 1, 64, 65536, true, 512, 8, 1, 2},   {4, SF_FP32, 1, 512, 8192, true, 256, 8, 1, 4},
       {4, SF_FP32, 1, 256, 16384, false, 4, 16, 16, 0}, {4, SF_BF16, 1, 1024, 8192, false, 4, 16, 16, 0},
       {4, SF_BF16, 1, 256, 16384, false, 4, 16, 16, 0},
       {2, SF_BF16, 8, 1536, 2048, false, 2, 32, 16, 0}, {4, SF_FP32, 2, 768, 2048, true, 64, 8, 2, 8},
-      {4, SF_FP32, 1, 1536, 2048, true, 64, 8, 2, 8},   {4, SF_BF16, 2, 768, 2048, true, 128, 8, 1, 8},
+      {4, SF_FP32, 1, 1536, 2048, true, 64, 8, 2, 8},   {4, SF_BF16, 2, 768, 2048, true, 128, 16, 1, 4},
       {4, SF_FP32, 4, 1024, 2048, false, 4, 32, 8, 0}, {4, SF_FP32, 2, 768, 512, true, 32, 16, 4, 0},    {4, SF_FP32, 1, 1024, 8192, false, 4, 16, 16, 0}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     sf_variant v = sf_variant_default();
