@@ -12,6 +12,34 @@ static int power_of_two_dividing(int64_t n, int most) {
   return c;
 }
 
+/* Lanes over time for 1, 2 or 4 states over more than 512 steps and few channels: as many
+ * threads a channel as fill the GPU once, 8 steps each (H200, docs/perf.md v35-v36). The
+ * callers decide where it applies (d_state 2 with many channels or fewer than 128, and
+ * d_state 4 outside 512-4095 channels, take split=state).
+ * - From a thousand channels 128 threads at 8 blocks an SM ((1,1024,2048,2,z) bf16 19.7 us
+ *   against 41.9 for v33's 32 threads of 4 channels, (2,1536,2048,1,z) bf16 33.1 against
+ *   36.2 for 64 threads of 2 channels); 16-bit d_state 2 and 4 up to 4096 steps 16 steps at
+ *   4 blocks ((2,1536,2048,4,z) bf16 50.0 against 60.2 with segments and 57.2 with 8 steps,
+ *   (2,1536,2048,2,z) bf16 36.6 against 39.4; fp32 loses there, (1,2048,4096,2) 69.8 against
+ *   50.8); fp32 d_state 4 64 threads of 2 channels (v33: (2,768,2048,4,z) 37.1 against 47.8).
+ * - 256 channels (d_state 1: 512) to 1023: 256 threads at 4 blocks ((1,512,8192,2) bf16 31.9
+ *   us against 56.8 for 128 threads of 16 steps, (1,512,8192,4) bf16 39.6 against 43.6).
+ * - Fewer: 512 threads at 2 blocks ((1,256,16384,1,z) bf16 26.9 us against 42.6 for 256
+ *   threads of 32 steps, (1,128,8192,2) bf16 15.6 against 20.4 for 2 lanes with segments). */
+static void few_states_fill_once_over_time(sf_variant *v, int64_t rows, int64_t seqlen) {
+  const bool fp32 = v->dtype == SF_FP32;
+  v->items = 8, v->channels = 1;
+  if (rows >= 1024) {
+    v->threads = 128, v->min_blocks = 8;
+    if (v->dstate > 1 && !fp32 && seqlen <= 4096) v->items = 16, v->min_blocks = 4;
+    if (v->dstate == 4 && fp32) v->threads = 64, v->channels = 2;
+  } else if (rows >= (v->dstate == 1 ? 512 : 256)) {
+    v->threads = 256, v->min_blocks = 4;
+  } else {
+    v->threads = 512, v->min_blocks = 2;
+  }
+}
+
 /* Measured on an H200 (docs/perf.md, forward v4-v6):
  * - with enough channels to fill the GPU and a small state, split=state wins: a
  *   channel's 4 lanes own 4 (N = 16) or 2 (N = 8) states each, run through time in blocks
@@ -43,25 +71,11 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
      * saving a state every 8 steps for the backward, 156 against 198) */
     const bool long4 = N == 4 && seqlen >= 1024;
     /* N = 4 with 512 to 4095 channels over more than 512 steps: lanes over time instead of
-     * segments (H200). 512 to 1023 channels: 256 threads of 8 steps at 4 blocks an SM
-     * (docs/perf.md v35-v36: (1,512,8192,4) bf16 39.6 us against 43.6, fp32 50.0 against
-     * 56.5). A thousand or more, up to 4096 steps: fp32 64 threads of 8 steps and 2 channels
-     * at 8 blocks (v33: (2,768,2048,4,z) 37.1 us against 47.8), 16-bit types 128 threads of
-     * 16 steps at 4 blocks (v36: (2,1536,2048,4,z) bf16 50.0 against 60.2 with segments and
-     * 57.2 with 8 steps at 8 blocks, (1,1024,4096,4,z) 37.1 against 44.2). At 8192 steps
-     * segments stay ((1,1024,8192,4) fp32 96.6 against 111.0). */
-    if (N == 4 && seqlen > 512 && rows >= 512 && rows < 4096) {
-      if (rows < 1024) {
-        v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
-        return;
-      }
-      if (seqlen <= 4096) {
-        if (v->dtype == SF_FP32)
-          v->threads = 64, v->items = 8, v->channels = 2, v->min_blocks = 8;
-        else
-          v->threads = 128, v->items = 16, v->channels = 1, v->min_blocks = 4;
-        return;
-      }
+     * segments, from a thousand channels up to 4096 steps (at 8192 segments stay:
+     * (1,1024,8192,4) fp32 96.6 us against 111.0; docs/perf.md v33, v35-v36) */
+    if (N == 4 && seqlen > 512 && rows >= 512 && rows < 4096 && (rows < 1024 || seqlen <= 4096)) {
+      few_states_fill_once_over_time(v, rows, seqlen);
+      return;
     }
     const int lanes = tiny ? (N == 16 ? 16 : 8) : narrow16 ? 8 : 4;
     const int channels =
@@ -166,30 +180,10 @@ void sf_heuristic_configure(sf_variant *v, int64_t batch, int64_t dim, int group
   } else if (seqlen <= 256) {
     v->threads = 32, v->items = 8, v->channels = 4;
     if (N >= 64) v->threads = 64, v->items = 4, v->channels = 2, v->states = 2;
-  } else if (N <= 2 && seqlen > 512 && rows >= 1024) {
-    /* one or two states over more than 512 steps (N = 2 below 4096 channels; above them
-     * split=state, above): 128 threads of 8 steps a channel at 8 blocks an SM (64
-     * registers), so that a thousand channels fill the GPU once and a chunk is 1024 steps
-     * (H200, docs/perf.md v35: (1,1024,2048,2,z) bf16 19.7 us against 41.9 for v33's 32
-     * threads of 4 channels, (1,2048,4096,2) bf16 53.7 against 75.1, (2,1536,2048,1,z)
-     * bf16 33.1 against 36.2 for 64 threads of 2 channels) */
-    v->threads = 128, v->items = 8, v->channels = 1, v->min_blocks = 8;
-    /* 16-bit N = 2 up to 4096 steps: 16 steps a thread at 4 blocks an SM (v36:
-     * (2,1536,2048,2,z) bf16 36.6 us against 39.4, (1,2048,4096,2) 44.0 against 45.5; fp32
-     * loses there, 69.8 against 50.8) */
-    if (N == 2 && v->dtype != SF_FP32 && seqlen <= 4096) v->items = 16, v->min_blocks = 4;
-  } else if (N <= 2 && seqlen > 512 && rows >= (N == 1 ? 512 : 256)) {
-    /* 256 (N = 1: 512) to 1023 channels: 256 threads of 8 steps at 4 blocks an SM fill the
-     * GPU once (H200, docs/perf.md v35: (1,512,8192,2) bf16 31.9 us against 56.8 for 128
-     * threads of 16 steps, (1,256,16384,2,z) fp32 48.3 against 65.5, (1,512,8192,1) bf16 21.9
-     * against 28.6) */
-    v->threads = 256, v->items = 8, v->channels = 1, v->min_blocks = 4;
   } else if (N <= 2 && seqlen > 512) {
-    /* N = 1 below 512 channels, N = 2 from 128 to 255 (fewer took split=state above): 512
-     * threads of 8 steps at 2 blocks an SM ((1,256,16384,1,z) bf16 26.9 us against 42.6 for
-     * 256 threads of 32 steps, (1,64,65536,1) fp32 76.5 against 85.3, (1,128,8192,2) bf16 15.6
-     * against 20.4 for 2 lanes with segments) */
-    v->threads = 512, v->items = 8, v->channels = 1, v->min_blocks = 2;
+    /* one or two states over more than 512 steps (N = 2 from 128 to 4095 channels; the rest
+     * took split=state above) */
+    few_states_fill_once_over_time(v, rows, seqlen);
   } else if (seqlen <= 512 || rows >= 2048) {
     v->threads = 32, v->items = 16, v->channels = 4;
     /* 256 states: 128 threads over time a channel, 8 steps each, 4 blocks an SM
