@@ -163,8 +163,11 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ local v = variant.delta_bias and "dt[i] + bias" or "dt[i]"
       const float v = $(v);
 @ if variant.softplus then
-      dsoft[i] = v <= 20.f ? __fdividef(1.f, 1.f + __expf(-v)) : 1.f;
-      const float step = v <= 20.f ? log1pf(__expf(v)) : v;
+      /* dt as templates/softplus.tpl makes it (no log1pf, no branch), and d dt / dv =
+       * e / (1 + e) from the same exponential */
+      const float e = __expf(fminf(v, 20.f));
+      dsoft[i] = v > 20.f ? 1.f : __fdividef(e, 1.f + e);
+      const float step = v > 20.f ? v : v < -15.f ? e : __logf(1.f + e);
 @ else
       const float step = v;
 @ end
