@@ -146,6 +146,7 @@
 @   table.insert(stage.rows, { name = "B", count = N, early = true, base = "B_rows + i * f.B_state_stride" })
 @ end
 @ table.insert(stage.rows, channel_row("u", "f.u", "f.u"))
+@ stage.state_rows = (variant.B_var and N or 0) + CH -- B and u: the carry pass without a state skips them
 @ table.insert(stage.rows, channel_row("delta", "f.delta", "f.delta"))
 @ if variant.C_var then
 @   table.insert(stage.rows, { name = "C", count = N, base = "C_rows + i * f.C_state_stride" })
@@ -407,11 +408,17 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
     float decay[$(S)], adjoint[$(S)], state[$(S)];
 #pragma unroll
     for (int s = 0; s < $(S); s++) decay[s] = 1.f, adjoint[s] = 0.f, state[s] = 0.f;
-    fetch(i0, 0, true);
+    /* B and u feed only the state: without one, their rows are not copied (and the
+     * step values made from them are not read) */
+    auto fetch_carried = [&](int t0, int which) {
+      if (CARRY_STATE) fetch(t0, which, true);
+      else fetch_without_state_rows(t0, which);
+    };
+    fetch_carried(i0, 0);
     copies_commit();
     for (int k = 0; k < blocks; k++) {
       const int t0 = i0 + k * $(TB);
-      if (k + 1 < blocks) fetch(t0 + $(TB), (k + 1) & 1, true);
+      if (k + 1 < blocks) fetch_carried(t0 + $(TB), (k + 1) & 1);
       copies_commit();
       copies_wait_previous();
       __syncthreads();

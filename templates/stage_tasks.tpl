@@ -96,3 +96,17 @@
         copy_chunk<WORDS>(to + (meta >> 9), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
     }
   };
+@ if stage.state_rows then
+@   -- the rows that feed only the state (the leading `stage.state_rows` rows of the table)
+  /* Every row but the first $(stage.state_rows), which feed only the state: for a pass that
+   * does not carry one (the backward's carry pass with segments of whole intervals). */
+  auto fetch_without_state_rows = [&](int t0, int which) {
+    elem_t *to = reinterpret_cast<elem_t *>(&stages[which]);
+#pragma unroll
+    for (int k = 0; k < $(PER_THREAD); k++) {
+      const int meta = task_meta[k];
+      if (meta >= 0 && threadIdx.x + k * $(stage.block) >= $(stage.state_rows * CHUNKS))
+        copy_chunk<WORDS>(to + (meta >> 9), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
+    }
+  };
+@ end
