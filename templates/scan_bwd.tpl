@@ -38,6 +38,10 @@
 
 #define SF_LOG2E 1.4426950408889634f
 
+@ if variant.softplus then
+@   include("softplus.tpl")
+@ end
+
 /* Sum over the channel's lanes of this warp. */
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -163,11 +167,8 @@ extern "C" __global__ void __launch_bounds__($(bounds)) $(variant.kernel_name)(c
 @ local v = variant.delta_bias and "dt[i] + bias" or "dt[i]"
       const float v = $(v);
 @ if variant.softplus then
-      /* dt as templates/softplus.tpl makes it (no log1pf, no branch), and d dt / dv =
-       * e / (1 + e) from the same exponential */
-      const float e = __expf(fminf(v, 20.f));
-      dsoft[i] = v > 20.f ? 1.f : __fdividef(e, 1.f + e);
-      const float step = v > 20.f ? v : v < -15.f ? e : __logf(1.f + e);
+      float step;
+      softplus_with_slope(v, step, dsoft[i]);
 @ else
       const float step = v;
 @ end

@@ -146,7 +146,9 @@
 @   table.insert(stage.rows, { name = "B", count = N, early = true, base = "B_rows + i * f.B_state_stride" })
 @ end
 @ table.insert(stage.rows, channel_row("u", "f.u", "f.u"))
-@ stage.state_rows = (variant.B_var and N or 0) + CH -- B and u: the carry pass without a state skips them
+@ -- the rows so far (B, u) feed only the state: the carry pass without one skips them
+@ stage.state_rows = 0
+@ for _, r in ipairs(stage.rows) do stage.state_rows = stage.state_rows + r.count end
 @ table.insert(stage.rows, channel_row("delta", "f.delta", "f.delta"))
 @ if variant.C_var then
 @   table.insert(stage.rows, { name = "C", count = N, base = "C_rows + i * f.C_state_stride" })
@@ -159,16 +161,13 @@
 
 #define SF_LOG2E 1.4426950408889634f
 
-/* v + bias -> dt and, with softplus, d dt / d v (docs/math.md). Every value is computed
- * and the result selected, with no branch: a branch would cut the unrolled steps of
- * my_steps into separate blocks and leave each step's load, exp and log latencies
- * exposed one after another. */
+@ if variant.softplus then
+@   include("softplus.tpl")
+@ end
+/* v + bias -> dt and, with softplus, d dt / d v (docs/math.md), with no branch. */
 __device__ __forceinline__ void step_of(float v, float &dt, float &dsoft) {
 @ if variant.softplus then
-  const float e = __expf(fminf(v, 20.f));
-  const float l = __logf(1.f + e);
-  dt = v > 20.f ? v : v < -15.f ? e : l;
-  dsoft = v > 20.f ? 1.f : __fdividef(e, 1.f + e);
+  softplus_with_slope(v, dt, dsoft);
 @ else
   dt = v;
   dsoft = 1.f;

@@ -152,7 +152,9 @@ $(group_loads("    ", "0"))
           if (((t0 + i + 1) & (p.state_interval - 1)) == 0 && t0 + i < L) saves |= 1ull << i;
       }
     }
-    const int interval_log2 = __ffs(p.state_interval) - 1; /* t / interval as a shift */
+    /* t / interval as a shift (the kernel parameter state_shift holds it too; reading that
+     * instead measured 7.8% slower on one launch, docs/perf.md v37) */
+    const int interval_log2 = __ffs(p.state_interval) - 1;
 
     /* States go S at a time: S independent chains for the scheduler to interleave. A
      * group's B and C rows load as it starts (C is first used after the runs are scanned),

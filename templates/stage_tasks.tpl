@@ -72,6 +72,17 @@
     }
 @ end
   }
+@ -- My copies into `to`, each checked against the sequence's end and its row's alignment,
+@ -- those whose task meets `condition` (C, of k and meta): the one loop of both fetches.
+@ local function checked_copies(condition)
+@   return table.concat({
+@     "#pragma unroll",
+@     "    for (int k = 0; k < " .. PER_THREAD .. "; k++) {",
+@     "      const int meta = task_meta[k];",
+@     "      if (meta >= 0 && " .. condition .. ")",
+@     "        copy_chunk<WORDS>(to + (meta >> 9), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);",
+@     "    }" }, "\n")
+@ end
   auto fetch = [&](int t0, int which, bool all) {
     elem_t *to = reinterpret_cast<elem_t *>(&stages[which]);
 @ if stage.fast_fetch then
@@ -89,24 +100,13 @@
     }
 #endif
 @ end
-#pragma unroll
-    for (int k = 0; k < $(PER_THREAD); k++) {
-      const int meta = task_meta[k];
-      if (meta >= 0 && (all || (meta & 256)))
-        copy_chunk<WORDS>(to + (meta >> 9), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
-    }
+$(checked_copies("(all || (meta & 256))"))
   };
 @ if stage.state_rows then
-@   -- the rows that feed only the state (the leading `stage.state_rows` rows of the table)
   /* Every row but the first $(stage.state_rows), which feed only the state: for a pass that
    * does not carry one (the backward's carry pass with segments of whole intervals). */
   auto fetch_without_state_rows = [&](int t0, int which) {
     elem_t *to = reinterpret_cast<elem_t *>(&stages[which]);
-#pragma unroll
-    for (int k = 0; k < $(PER_THREAD); k++) {
-      const int meta = task_meta[k];
-      if (meta >= 0 && threadIdx.x + k * $(stage.block) >= $(stage.state_rows * CHUNKS))
-        copy_chunk<WORDS>(to + (meta >> 9), task_src[k][threadIdx.x] + t0, L - t0 - ((meta >> 1) & 127), meta & 1);
-    }
+$(checked_copies("threadIdx.x + k * " .. stage.block .. " >= " .. stage.state_rows * CHUNKS))
   };
 @ end
