@@ -53,6 +53,12 @@
 @ -- Two lanes a channel (neighbouring threads) add their sums over states with a shuffle:
 @ -- no shared memory for them, which lets 2-lane launches hold a block more an SM.
 @ local lane_pair = LN == 2
+@ -- Where two lanes pair, a lane's share of the steps' gradients is complete before the
+@ -- block's dB/dC sums; at N = 2 with runs of up to 8 steps it is stored then, with the
+@ -- sums' teams below (H200, docs/perf.md v38: (1,256,16384,2,z) fp32 8-15% faster). Runs
+@ -- of 16 steps spilled 240 bytes that way (68 after the sums) and ran 11-20% slower; at
+@ -- N = 8 and 16 it cost 3-31% ((64,512,49,8) fp32 63.6 -> 83.2 us): after the sums there.
+@ local outputs_early = lane_pair and N <= 2 and Q <= 8
 @ local TBP = TB + EPC      -- a staged row, padded by one copy against bank conflicts
 @ local var_rows = (variant.B_var and N or 0) + (variant.C_var and N or 0)
 @ local stage_bytes = (var_rows + CH * (variant.z and 4 or 3)) * TBP * size
@@ -649,10 +655,48 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
           }
         }
       }
-@ if lane_pair then
-      /* My share of the steps (mine = lane * $(Q)): the two lanes swap the halves the other
-       * keeps, each adding its own part of its half to the other lane's. */
+      /* My share of the steps' gradients (mine = lane * $(Q)), from the sums over the
+       * channel's lanes: stored before the barrier where two lanes add theirs with a
+       * shuffle and a lane has at most 8 steps (outputs_early), else after it. */
       float dhB_m[$(Q)], dhAh_m[$(Q)], y_m[$(Q)];
+      auto store_outputs = [&]() {
+        if (owner) {
+          float du_m[$(Q)], ddelta_m[$(Q)];
+@ if variant.z then
+          float dz_m[$(Q)];
+@ end
+#pragma unroll
+          for (int i = 0; i < $(Q); i++) {
+            const float dhB = dhB_m[i], dhAh = dhAh_m[i];
+@ if variant.z then
+            float y = y_m[i];
+@ end
+            const float dt_i = steps[0][slot][mine + i];
+@ if variant.z then
+@   if variant.D then
+            y += D_d * u_m[i];
+@   end
+            dz_m[i] = y * gate_m[i];
+@ end
+            du_m[i] = dt_i * dhB$(variant.D and " + D_d * g_m[i]" or "");
+            ddelta_m[i] = (u_m[i] * dhB + dhAh) * ds_m[i];
+            if (t0 + mine + i < L) {
+              dD_sum += g_m[i] * u_m[i];
+              dbias_sum += ddelta_m[i];
+            }
+          }
+          if (active) {
+            if (p.du) store_run(du_row + t0 + mine, L - t0 - mine, du_m);
+            if (p.ddelta) store_run(ddelta_row + t0 + mine, L - t0 - mine, ddelta_m);
+@ if variant.z then
+            if (p.dz) store_run(dz_row + t0 + mine, L - t0 - mine, dz_m);
+@ end
+          }
+        }
+      };
+@ if lane_pair then
+      /* The two lanes swap the halves the other keeps, each adding its own part of its
+       * half to the other lane's. */
 #pragma unroll
       for (int i = 0; i < $(Q); i++) {
         dhB_m[i] = (lane ? dhB[$(Q) + i] : dhB[i]) + __shfl_xor_sync(0xffffffffu, lane ? dhB[i] : dhB[$(Q) + i], 1);
@@ -663,6 +707,9 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
         y_m[i] = 0.f;
 @   end
       }
+@   if outputs_early then
+      store_outputs();
+@   end
 @ else
 #pragma unroll
       for (int i = 0; i < $(TB); i++) {
@@ -689,6 +736,53 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 @   for _, m in ipairs({ "B", "C" }) do
 @     if variant[m .. "_var"] then tasks[#tasks + 1] = m end
 @   end
+@   -- With fewer tasks than threads at N = 1 and 2 (half or more of the threads idle, the
+@   -- others adding every channel in one chain) a team of neighbouring lanes shares each
+@   -- task: every lane adds its share of the channels, shuffles add the team's (H200,
+@   -- docs/perf.md v38). At N = 8 the same teams cost registers (158 -> 167 for the vision
+@   -- launch 4/8/16, 32 bytes spilled under its cap of 8 blocks): a thread's task alone there.
+@   local total = #tasks * per_array
+@   local count = pairs and CH // 2 or CH -- the channel slots each task adds
+@   local team = BLOCK % total == 0 and BLOCK // total or 1
+@   if N > 2 or team < 2 or team > 32 or not common.is_power_of_two(team) or count % team ~= 0 then team = 1 end
+@   if team > 1 then
+      { /* teams of $(team) lanes, one task each: a lane adds $(count // team) of the $(count) channel slots */
+        const int w = threadIdx.x / $(team), member = threadIdx.x % $(team);
+@     if #tasks == 2 then
+        const bool second = w >= $(per_array); /* the d$(tasks[2]) tasks */
+        const int task = second ? w - $(per_array) : w;
+@     else
+        const int task = w;
+@     end
+        const int n = task / $(TB // 4), i4 = 4 * (task % $(TB // 4)), t = t0 + i4;
+@     local col = packed and "i4 / 2" or "i4"
+@     local base, stride
+@     if pairs then
+@       base, stride = string.format("red_BC + (second ? %d : 0)", red_slot), 2 * red_slot
+@     elseif #tasks == 2 then
+@       base, stride = string.format("(second ? red_%s : red_%s)", tasks[2], tasks[1]), red_slot
+@     else
+@       base, stride = "red_" .. tasks[1], red_slot
+@     end
+        const $(term_t) *terms = $(base) + n * $(red_row) + $(col);
+        float4 sum = terms4(terms + member * $(stride));
+#pragma unroll
+        for (int j = 1; j < $(count // team); j++) {
+          const float4 x = terms4(terms + (member + j * $(team)) * $(stride));
+          sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
+        }
+#pragma unroll
+        for (int offset = $(team // 2); offset > 0; offset /= 2) {
+          sum.x += __shfl_xor_sync(0xffffffffu, sum.x, offset);
+          sum.y += __shfl_xor_sync(0xffffffffu, sum.y, offset);
+          sum.z += __shfl_xor_sync(0xffffffffu, sum.z, offset);
+          sum.w += __shfl_xor_sync(0xffffffffu, sum.w, offset);
+        }
+@     local rows = #tasks == 2 and string.format("(second ? d%s_rows : d%s_rows)", tasks[2], tasks[1]) or ("d" .. tasks[1] .. "_rows")
+        float *const rows = $(rows);
+        if (member == 0 && t < L && rows) add4(rows + (long long)n * L + t, sum, rows_of_four, L - t);
+      }
+@   else
 #pragma unroll
       for (int w = threadIdx.x; w < $(#tasks * per_array); w += $(BLOCK)) {
 @   for k, m in ipairs(tasks) do
@@ -711,12 +805,12 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
             add4(d$(m)_rows + (long long)n * L + t, sum, rows_of_four, L - t);
           }
         }
-@   end
+@     end
       }
+@   end
 @ end
 @ if not lane_pair then
       /* My share of the steps: the lanes' parts added, the per-step gradients stored. */
-      float dhB_m[$(Q)], dhAh_m[$(Q)], y_m[$(Q)];
 #pragma unroll
       for (int i = 0; i < $(Q); i++) {
         dhB_m[i] = 0.f, dhAh_m[i] = 0.f, y_m[i] = 0.f;
@@ -741,39 +835,9 @@ $(common.widen_rows(list, N, TB, BLOCK, "    "))
 @ end
       }
 @ end
-      if (owner) {
-        float du_m[$(Q)], ddelta_m[$(Q)];
-@ if variant.z then
-        float dz_m[$(Q)];
+@ if not outputs_early then
+      store_outputs();
 @ end
-#pragma unroll
-        for (int i = 0; i < $(Q); i++) {
-          const float dhB = dhB_m[i], dhAh = dhAh_m[i];
-@ if variant.z then
-          float y = y_m[i];
-@ end
-          const float dt_i = steps[0][slot][mine + i];
-@ if variant.z then
-@   if variant.D then
-          y += D_d * u_m[i];
-@   end
-          dz_m[i] = y * gate_m[i];
-@ end
-          du_m[i] = dt_i * dhB$(variant.D and " + D_d * g_m[i]" or "");
-          ddelta_m[i] = (u_m[i] * dhB + dhAh) * ds_m[i];
-          if (t0 + mine + i < L) {
-            dD_sum += g_m[i] * u_m[i];
-            dbias_sum += ddelta_m[i];
-          }
-        }
-        if (active) {
-          if (p.du) store_run(du_row + t0 + mine, L - t0 - mine, du_m);
-          if (p.ddelta) store_run(ddelta_row + t0 + mine, L - t0 - mine, ddelta_m);
-@ if variant.z then
-          if (p.dz) store_run(dz_row + t0 + mine, L - t0 - mine, dz_m);
-@ end
-        }
-      }
       /* No barrier here: the next block's first one comes before anything this one reads
        * is rewritten (its copies go to the stage this block last read before the barrier
        * after the reverse pass; the step values, the lanes' parts and the dB/dC terms are

@@ -391,6 +391,29 @@ Test(bwd_gpu, split_state_pairs, .init = gpu_setup, .fini = gpu_teardown, .timeo
   check_spec_cases(cases, sizeof cases / sizeof cases[0], 2, 4, 12000); /* flag sets 0, 1: variable B and C */
 }
 
+/* At d_state 1 and 2, where a block has fewer dB/dC tasks than threads, teams of lanes
+ * share each task and shuffles add their parts; two-lane launches of up to 8 steps a lane
+ * store their gradients before the sums (templates/scan_bwd_states.tpl, docs/perf.md v38).
+ * Teams of 2 to 16 lanes, with pairs, with one variable matrix (fixed B or C: one kind of
+ * task), 16-step runs (gradients after the sums), every flag set, every fourth call
+ * deterministic, and a segmented call (64 channels of 4096 steps). */
+Test(bwd_gpu, split_state_sums_in_teams, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300) {
+  gpu_skip_without_device();
+  static const spec_case cases[] = {
+      {2, "split=state,threads=2,items=16,channels=16,states=1", 0},
+      {2, "split=state,threads=2,items=8,channels=32,states=1", 0},
+      {2, "split=state,threads=2,items=32,channels=16,states=1", 0},
+      {1, "split=state,threads=1,items=8,channels=32,states=1", 0},
+      {2, "split=state,threads=1,items=4,channels=32,states=2", 0}};
+  check_spec_cases(cases, sizeof cases / sizeof cases[0], sizeof flag_sets / sizeof flag_sets[0], 4, 15000);
+  static const spec_case paired[] = {{2, "split=state,threads=2,items=8,channels=16,states=1,minblocks=16,pairs=1", 0}};
+  check_spec_cases(paired, 1, 2, 4, 15050); /* flag sets 0, 1: pairs need variable B and C */
+  sf_check_shape shape = {.batch = 1, .dim = 64, .seqlen = 4096, .dstate = 2, .groups = 1,
+                          .dtype = SF_FP32, .z = true, .D = true, .delta_bias = true, .softplus = true,
+                          .h0 = true, .d_last_state = true};
+  expect_check_passes(&shape, "split=state,threads=2,items=16,channels=16,states=1", 15100, "segmented 1x64x4096");
+}
+
 /* Arguments for sf_scan_bwd_shape, which reads sizes and flags and never the tensors. */
 static sf_scan_bwd_args shape_args(const sf_check_shape *c) {
   static _Alignas(16) float never_read[4];
